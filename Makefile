@@ -1,0 +1,41 @@
+# hutch — see README.md. `make test` is what CI runs (.ci/run).
+GO       ?= go
+TAGS     := exclude_graphdriver_btrfs exclude_graphdriver_zfs containers_image_openpgp
+COMMIT   := $(shell git rev-parse --short HEAD 2>/dev/null)
+LDFLAGS  := -s -w -X github.com/hutch-engine/hutch/version.Commit=$(COMMIT)
+GOFLAGS_BUILD := -trimpath -tags "$(TAGS)" -ldflags "$(LDFLAGS)"
+export CGO_ENABLED := 1
+
+.PHONY: all build test unit integration lint run demo bench clean
+
+all: build
+
+build:
+	$(GO) build $(GOFLAGS_BUILD) -o bin/hutch ./cmd/hutch
+
+# As root: installs the Debian packages, creates the unprivileged test user
+# and runs the integration tests as that user. As a user: runs them directly.
+test:
+	bash contrib/test/run.sh
+
+unit:
+	$(GO) test -tags "$(TAGS)" -race -count=1 ./...
+
+integration: build
+	$(GO) test -tags "$(TAGS) integration" -count=1 -v ./integration/
+
+lint:
+	$(GO) vet -tags "$(TAGS)" ./...
+	$(GO) vet -tags "$(TAGS) integration" ./integration/
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@2025.1.1 -tags "$(TAGS)" ./...
+
+run: build
+	bin/hutch daemon
+
+# Starts the engine as an unprivileged user and shows it working (offline).
+demo:
+	bash contrib/demo.sh
+
+clean:
+	rm -rf bin

@@ -1,0 +1,72 @@
+package apiserver
+
+import (
+	"net/http"
+)
+
+// apiFunc is an endpoint. It returns an error instead of writing one, so that
+// the status of every failure is chosen in one place (errorStatus).
+// Path wildcards are read with r.PathValue, the API version with
+// APIVersion(r.Context()).
+type apiFunc func(w http.ResponseWriter, r *http.Request) error
+
+// route is one endpoint: a method, a ServeMux path pattern without version
+// prefix and without host, and its handler.
+type route struct {
+	method string
+	path   string
+	h      apiFunc
+}
+
+// routes lists every endpoint of the API. Add new endpoints here.
+func (s *Server) routes() []route {
+	return []route{
+		// Docker answers OPTIONS on any path with an empty 200 (CORS preflight).
+		{http.MethodOptions, "/", options},
+
+		// system
+		{http.MethodGet, "/_ping", s.ping},
+		{http.MethodHead, "/_ping", s.ping},
+		{http.MethodGet, "/version", s.version},
+		{http.MethodGet, "/info", s.info},
+	}
+}
+
+// endpoint wraps a route with what Docker does around every matched route:
+// the common response headers, the API-version gate and error writing.
+func (s *Server) endpoint(rt route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// ServeMux lets "GET /x" match HEAD too; Docker routes are exact.
+		if r.Method != rt.method {
+			notFound(w, r)
+			return
+		}
+		h := w.Header()
+		h.Set("Server", s.serverHeader)
+		h.Set("Api-Version", MaxAPIVersion)
+		h.Set("Ostype", "linux")
+		h.Set("Docker-Experimental", s.experimental)
+
+		if !checkRequestVersion(w, r) {
+			return
+		}
+		if err := rt.h(w, r); err != nil {
+			// Once a response has started (a stream, a hijacked attach), the
+			// error can no longer reach the client, only the log.
+			rec, _ := w.(*recorder)
+			started := rec != nil && (rec.status != 0 || rec.hijacked)
+			if started || errorStatus(err) >= http.StatusInternalServerError {
+				s.log.ErrorContext(r.Context(), "API handler failed",
+					"method", r.Method, "path", r.URL.Path, "err", err)
+			}
+			if !started {
+				httpError(w, err)
+			}
+		}
+	})
+}
+
+func options(w http.ResponseWriter, _ *http.Request) error {
+	w.WriteHeader(http.StatusOK)
+	return nil
+}

@@ -1,0 +1,32 @@
+package main
+
+import (
+	"github.com/hutch-engine/hutch/config"
+	"github.com/hutch-engine/hutch/daemon"
+	"github.com/urfave/cli/v2"
+)
+
+func daemonCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "daemon",
+		Usage: "run the engine in the foreground (logs to stderr; SIGTERM or SIGINT stop it)",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "host", Aliases: []string{"H"}, Usage: "socket to serve (unix:///path; default $XDG_RUNTIME_DIR/hutch.sock)"},
+			&cli.StringFlag{Name: "data-root", Usage: "persistent data (default $XDG_DATA_HOME/hutch)"},
+			&cli.StringFlag{Name: "config-file", Usage: "daemon.json (default $XDG_CONFIG_HOME/hutch/daemon.json)"},
+			&cli.StringFlag{Name: "log-level", Aliases: []string{"l"}, Usage: "debug, info, warn or error"},
+			&cli.StringFlag{Name: "idmap", Value: "auto", Usage: "user namespace mapping: auto (subuid ranges when present) or single (only your uid)"},
+			&cli.StringFlag{Name: "network", Value: "slirp4netns", Usage: "container network: slirp4netns or none"},
+		},
+		Action: func(c *cli.Context) error {
+			return daemon.Run(c.Context, config.Flags{
+				Host:       c.String("host"),
+				DataRoot:   c.String("data-root"),
+				ConfigFile: c.String("config-file"),
+				LogLevel:   c.String("log-level"),
+				IDMap:      c.String("idmap"),
+				Network:    c.String("network"),
+			})
+		},
+	}
+}

@@ -1,0 +1,102 @@
+// Package config resolves where hutch keeps its socket, state and data (the
+// contract of DESIGN §1) from the environment, daemon.json and flags. The CLI
+// uses it to find the daemon without linking the engine.
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Config is everything the daemon needs, resolved once on the host and
+// handed to the processes inside the namespaces (where uid and the view of
+// /run differ) through the environment.
+type Config struct {
+	// Socket is the path of the API socket.
+	Socket string `json:"socket"`
+	// StateDir holds runtime state: pid file, lock, rootlesskit, shim sockets.
+	StateDir string `json:"state_dir"`
+	// DataRoot holds persistent data: storage, container records, logs.
+	DataRoot string `json:"data_root"`
+	// RuntimeDirSource says how the runtime dir was found, for the log.
+	RuntimeDirSource string `json:"runtime_dir_source"`
+	// ConfigFile is the daemon.json that was read ("" when absent).
+	ConfigFile string `json:"config_file"`
+	LogLevel   string `json:"log_level"`
+	// IDMap is "auto" (subuid ranges when present) or "single".
+	IDMap string `json:"idmap"`
+	// Network is false for --network=none (no slirp4netns).
+	Network            bool     `json:"network"`
+	InsecureRegistries []string `json:"insecure_registries,omitempty"`
+	RegistryMirrors    []string `json:"registry_mirrors,omitempty"`
+	// Warnings found on the host (preflight), shown in /info.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// envConfig carries the resolved Config into the namespaces.
+const EnvConfig = "_HUTCH_DAEMON_CONFIG"
+
+// fileConfig is the subset of Docker's daemon.json that hutch reads.
+type fileConfig struct {
+	DataRoot           string   `json:"data-root"`
+	LogLevel           string   `json:"log-level"`
+	InsecureRegistries []string `json:"insecure-registries"`
+	RegistryMirrors    []string `json:"registry-mirrors"`
+	Hosts              []string `json:"hosts"`
+}
+
+// loadFile reads daemon.json; a missing file is no error.
+func loadFile(path string) (*fileConfig, bool, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return &fileConfig{}, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	var fc fileConfig
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	if err := dec.Decode(&fc); err != nil {
+		return nil, false, fmt.Errorf("%s: %w", path, err)
+	}
+	return &fc, true, nil
+}
+
+// ParseHost turns a --host value into a socket path. Only unix sockets are
+// served: a TCP listener would open the user's engine to the network.
+func ParseHost(h string) (string, error) {
+	switch {
+	case strings.HasPrefix(h, "unix://"):
+		p := strings.TrimPrefix(h, "unix://")
+		if !filepath.IsAbs(p) {
+			return "", fmt.Errorf("--host %q: the socket path must be absolute", h)
+		}
+		return filepath.Clean(p), nil
+	case strings.HasPrefix(h, "tcp://"), strings.HasPrefix(h, "fd://"):
+		return "", fmt.Errorf("--host %q: only unix:// sockets are supported", h)
+	}
+	return "", fmt.Errorf("--host %q: want unix:///path/to/socket", h)
+}
+
+// Encode serialises c for EnvConfig.
+func (c *Config) Encode() string {
+	b, _ := json.Marshal(c)
+	return string(b)
+}
+
+// Inherited returns the Config resolved by the host process, if any.
+func Inherited() (*Config, bool, error) {
+	v := os.Getenv(EnvConfig)
+	if v == "" {
+		return nil, false, nil
+	}
+	var c Config
+	if err := json.Unmarshal([]byte(v), &c); err != nil {
+		return nil, true, fmt.Errorf("%s: %w", EnvConfig, err)
+	}
+	return &c, true, nil
+}

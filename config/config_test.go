@@ -1,0 +1,83 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestParseHost(t *testing.T) {
+	for _, tc := range []struct {
+		in, want, err string
+	}{
+		{"unix:///run/user/1000/hutch.sock", "/run/user/1000/hutch.sock", ""},
+		{"unix:///a/../b.sock", "/b.sock", ""},
+		{"unix://rel.sock", "", "absolute"},
+		{"tcp://0.0.0.0:2375", "", "only unix://"},
+		{"fd://", "", "only unix://"},
+		{"/plain/path", "", "want unix://"},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := ParseHost(tc.in)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("ParseHost(%q) = %q, %v; want error containing %q", tc.in, got, err, tc.err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("ParseHost(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestResolveLayers(t *testing.T) {
+	if RealRoot() {
+		t.Log("running as real root: the rootless defaults are covered by the integration tests")
+	}
+	base := t.TempDir()
+	t.Setenv("XDG_RUNTIME_DIR", filepath.Join(base, "run"))
+	t.Setenv("XDG_DATA_HOME", filepath.Join(base, "data"))
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(base, "config"))
+	os.MkdirAll(filepath.Join(base, "run"), 0o700)
+	cfgFile := filepath.Join(base, "daemon.json")
+	os.WriteFile(cfgFile, []byte(`{"data-root": "/srv/hutch", "log-level": "debug", "insecure-registries": ["reg.local:5000"], "registry-mirrors": ["https://mirror.local"], "unknown-key": 1}`), 0o600)
+
+	c, err := Resolve(Flags{ConfigFile: cfgFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.DataRoot != "/srv/hutch" || c.LogLevel != "debug" || c.ConfigFile != cfgFile {
+		t.Errorf("daemon.json not applied: %+v", c)
+	}
+	if len(c.InsecureRegistries) != 1 || len(c.RegistryMirrors) != 1 {
+		t.Errorf("registries not read: %+v", c)
+	}
+	c, err = Resolve(Flags{ConfigFile: cfgFile, DataRoot: "/flag/wins", LogLevel: "warn", IDMap: "single", Network: "none"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.DataRoot != "/flag/wins" || c.LogLevel != "warn" || c.IDMap != "single" || c.Network {
+		t.Errorf("flags do not override daemon.json: %+v", c)
+	}
+	for _, bad := range []Flags{{IDMap: "weird"}, {Network: "bridge"}, {DataRoot: "relative"}, {Host: "tcp://1.2.3.4:2375"}} {
+		if _, err := Resolve(bad); err == nil {
+			t.Errorf("Resolve(%+v) accepted bad input", bad)
+		}
+	}
+	os.WriteFile(cfgFile, []byte(`{"data-root": `), 0o600)
+	if _, err := Resolve(Flags{ConfigFile: cfgFile}); err == nil || !strings.Contains(err.Error(), cfgFile) {
+		t.Errorf("broken daemon.json: %v, want an error naming the file", err)
+	}
+}
+
+func TestEncodeRoundTrip(t *testing.T) {
+	c := &Config{Socket: "/s", StateDir: "/st", DataRoot: "/d", Network: true, Warnings: []string{"w"}}
+	t.Setenv(EnvConfig, c.Encode())
+	got, ok, err := Inherited()
+	if err != nil || !ok || got.Socket != "/s" || got.DataRoot != "/d" || !got.Network || got.Warnings[0] != "w" {
+		t.Fatalf("Inherited() = %+v, %v, %v", got, ok, err)
+	}
+}

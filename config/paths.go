@@ -1,0 +1,136 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/hutch-engine/hutch/rootless/preflight"
+)
+
+// Flags are the command-line settings of `hutch daemon`; empty means
+// "from daemon.json, else the default".
+type Flags struct {
+	Host       string
+	DataRoot   string
+	ConfigFile string
+	LogLevel   string
+	IDMap      string
+	Network    string // "slirp4netns" (default) or "none"
+}
+
+// RealRoot reports whether hutch runs as root in the initial user namespace,
+// where it needs no rootlesskit.
+func RealRoot() bool {
+	if os.Geteuid() != 0 {
+		return false
+	}
+	b, err := os.ReadFile("/proc/self/uid_map")
+	if err != nil {
+		return false
+	}
+	var inside, outside, size uint64
+	if _, err := fmt.Sscanf(string(b), "%d %d %d", &inside, &outside, &size); err != nil {
+		return false
+	}
+	return inside == 0 && outside == 0 && size == 4294967295
+}
+
+// Resolve builds the Config on the host: the contract's paths, daemon.json,
+// then flags.
+func Resolve(f Flags) (*Config, error) {
+	root := RealRoot()
+	c := &Config{IDMap: "auto", Network: true, LogLevel: "info"}
+	home, _ := os.UserHomeDir()
+	xdgConfig := os.Getenv("XDG_CONFIG_HOME")
+	if xdgConfig == "" {
+		xdgConfig = filepath.Join(home, ".config")
+	}
+	c.ConfigFile = f.ConfigFile
+	if c.ConfigFile == "" {
+		c.ConfigFile = filepath.Join(xdgConfig, "hutch", "daemon.json")
+		if root {
+			c.ConfigFile = "/etc/hutch/daemon.json"
+		}
+	}
+	fc, found, err := loadFile(c.ConfigFile)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		c.ConfigFile = ""
+	}
+
+	var runtimeDir string
+	if root {
+		runtimeDir, c.RuntimeDirSource = "/run", "running as root"
+		c.DataRoot = "/var/lib/hutch"
+	} else {
+		env := preflight.DefaultEnv()
+		runtimeDir, c.RuntimeDirSource, err = preflight.ResolveRuntimeDir(env)
+		if err == nil && c.RuntimeDirSource == preflight.SourceTmpDir {
+			// Create the fallback, then resolve again: that refuses a dir
+			// planted by another user, or a symlink.
+			if err := os.Mkdir(runtimeDir, 0o700); err != nil && !os.IsExist(err) {
+				return nil, fmt.Errorf("runtime dir fallback: %w", err)
+			}
+			runtimeDir, c.RuntimeDirSource, err = preflight.ResolveRuntimeDir(env)
+		}
+		if err != nil {
+			return nil, err
+		}
+		xdgData := os.Getenv("XDG_DATA_HOME")
+		if xdgData == "" {
+			xdgData = filepath.Join(home, ".local", "share")
+		}
+		c.DataRoot = filepath.Join(xdgData, "hutch")
+	}
+	c.StateDir = filepath.Join(runtimeDir, "hutch")
+	c.Socket = filepath.Join(runtimeDir, "hutch.sock")
+	if root {
+		c.Socket = filepath.Join(c.StateDir, "hutch.sock")
+	}
+
+	// daemon.json, then flags.
+	if fc.DataRoot != "" {
+		c.DataRoot = fc.DataRoot
+	}
+	if fc.LogLevel != "" {
+		c.LogLevel = fc.LogLevel
+	}
+	c.InsecureRegistries = fc.InsecureRegistries
+	c.RegistryMirrors = fc.RegistryMirrors
+	host := f.Host
+	if host == "" && len(fc.Hosts) > 0 {
+		host = fc.Hosts[0]
+	}
+	if host != "" {
+		if c.Socket, err = ParseHost(host); err != nil {
+			return nil, err
+		}
+	}
+	if f.DataRoot != "" {
+		c.DataRoot = f.DataRoot
+	}
+	if f.LogLevel != "" {
+		c.LogLevel = f.LogLevel
+	}
+	switch f.IDMap {
+	case "", "auto":
+	case "single":
+		c.IDMap = "single"
+	default:
+		return nil, fmt.Errorf("--idmap %q: want auto or single", f.IDMap)
+	}
+	switch f.Network {
+	case "", "slirp4netns":
+	case "none":
+		c.Network = false
+	default:
+		return nil, fmt.Errorf("--network %q: want slirp4netns or none", f.Network)
+	}
+	if !filepath.IsAbs(c.DataRoot) {
+		return nil, fmt.Errorf("data-root %q must be an absolute path", c.DataRoot)
+	}
+	return c, nil
+}

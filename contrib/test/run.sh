@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# `make test`: unit tests, then the integration tests against the real daemon
+# run as an unprivileged user. As root, the machine is prepared first and the
+# tests run as the test user; as an ordinary user, they run as that user.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export PATH=/usr/local/go/bin:$PATH
+TAGS="exclude_graphdriver_btrfs exclude_graphdriver_zfs containers_image_openpgp"
+TEST_USER=${HUTCH_TEST_USER:-hutchtest}
+
+if [ "$(id -u)" = 0 ]; then
+	bash contrib/test/setup-root.sh
+fi
+
+echo "== build"
+make build
+
+# Test binaries live where the test user can read them.
+out=$(mktemp -d /tmp/hutch-test.XXXXXX)
+chmod 755 "$out"
+trap 'rm -rf "$out"' EXIT
+cp bin/hutch "$out/"
+go test -c -tags "$TAGS integration" -o "$out/integration.test" ./integration/
+if [ "$(id -u)" = 0 ]; then
+	go test -c -tags "$TAGS integration rootmode" -o "$out/rootmode.test" ./integration/
+fi
+chmod -R a+rX "$out"
+
+as_user() {
+	if [ "$(id -u)" = 0 ]; then
+		runuser -u "$TEST_USER" -- env -i HOME="$(getent passwd "$TEST_USER" | cut -d: -f6)" \
+			USER="$TEST_USER" PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin TMPDIR=/tmp "$@"
+	else
+		"$@"
+	fi
+}
+
+echo "== unit tests"
+go test -tags "$TAGS" -count=1 ./...
+
+echo "== integration tests (as $(as_user id -un), uid $(as_user id -u))"
+(cd "$out" && as_user env HUTCH_BIN="$out/hutch" HUTCH_SHIM="$out/hutch-shim" \
+	"$out/integration.test" -test.v -test.count=1 -test.timeout=20m)
+
+if [ -e "$out/rootmode.test" ]; then
+	echo "== integration tests as real root"
+	(cd "$out" && HUTCH_BIN="$out/hutch" HUTCH_SHIM="$out/hutch-shim" \
+		"$out/rootmode.test" -test.v -test.count=1 -test.run 'TestRoot' -test.timeout=10m)
+fi

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Prepares a fresh Debian machine for hutch's tests (run as root): the Debian
+# packages the tests use, an unprivileged test user with subuid/subgid
+# ranges, and a /dev/net/tun that user may open (for slirp4netns).
+set -euo pipefail
+TEST_USER=${HUTCH_TEST_USER:-hutchtest}
+PKGS=(uidmap slirp4netns fuse-overlayfs busybox-static docker-registry iproute2 runc curl util-linux apache2-utils)
+
+missing=()
+for p in "${PKGS[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	echo "setup: installing ${missing[*]}"
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+# The Debian registry package starts a system service we do not use.
+systemctl disable --now docker-registry >/dev/null 2>&1 || true
+
+if ! id "$TEST_USER" >/dev/null 2>&1; then
+	useradd --create-home --shell /bin/bash "$TEST_USER"
+fi
+uid=$(id -u "$TEST_USER")
+for f in /etc/subuid /etc/subgid; do
+	touch "$f"
+	grep -q "^$TEST_USER:" "$f" || echo "$TEST_USER:$((100000 + (uid % 1000) * 65536)):65536" >>"$f"
+done
+chmod 666 /dev/net/tun
+[ -e /dev/fuse ] && chmod 666 /dev/fuse || true
+echo "setup: user $TEST_USER (uid $uid), $(grep "^$TEST_USER:" /etc/subuid)"

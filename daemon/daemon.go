@@ -1,0 +1,162 @@
+// Package daemon runs `hutch daemon`: it keeps one instance per user, starts
+// the namespaces (rootless/) when not root, and runs the engine behind the
+// API server.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/hutch-engine/hutch/apiserver"
+	"github.com/hutch-engine/hutch/config"
+	"github.com/hutch-engine/hutch/engine"
+	"github.com/hutch-engine/hutch/rootless"
+	"github.com/hutch-engine/hutch/rootless/preflight"
+	"github.com/hutch-engine/hutch/version"
+)
+
+// Run is `hutch daemon`. On the host it resolves the configuration, takes
+// the per-user lock and, unless it is real root, re-executes itself inside
+// the namespaces; inside (or as real root) it serves the API until ctx ends.
+func Run(ctx context.Context, f config.Flags) error {
+	if rootless.CurrentRole() == rootless.Engine {
+		c, ok, err := config.Inherited()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return errors.New("started inside a rootlesskit namespace without hutch's configuration: start `hutch daemon` on the host")
+		}
+		return runEngine(ctx, c, newLogger(c.LogLevel))
+	}
+	c, err := config.Resolve(f)
+	if err != nil {
+		return err
+	}
+	log := newLogger(c.LogLevel)
+	log.Info("paths", "socket", c.Socket, "state", c.StateDir, "data", c.DataRoot, "runtime-dir", c.RuntimeDirSource, "config", c.ConfigFile)
+	if err := os.MkdirAll(c.DataRoot, 0o700); err != nil {
+		return fmt.Errorf("data root: %w", err)
+	}
+	inst, err := acquire(c)
+	if err != nil {
+		return err
+	}
+	defer inst.release()
+
+	if config.RealRoot() {
+		return runEngine(ctx, c, log)
+	}
+	items := preflight.Run(ctx, preflight.DefaultEnv())
+	if err := preflight.Fatal(items); err != nil {
+		return err
+	}
+	idmap := rootless.IDMapFull
+	c.Warnings = append(c.Warnings, preflight.Warnings(items)...)
+	switch {
+	case preflight.SingleUID(items):
+		idmap = rootless.IDMapSingle
+		log.Warn("WARNING: running in single-UID mode: newuidmap/newgidmap or subuid/subgid ranges are missing; " +
+			preflight.SingleUIDLimits + ". Run `hutch check` for the fix.")
+	case c.IDMap == "single":
+		idmap = rootless.IDMapSingle
+		w := "running in single-UID mode (--idmap=single): " + preflight.SingleUIDLimits
+		log.Warn("WARNING: " + w)
+		c.Warnings = append(c.Warnings, w)
+	}
+	if !c.Network {
+		log.Warn("networking disabled (--network=none): containers get no network")
+	}
+	os.Setenv(config.EnvConfig, c.Encode())
+	err = rootless.RunParent(ctx, rootless.ParentOptions{
+		StateDir: filepath.Join(c.StateDir, "rootlesskit"),
+		IDMap:    idmap,
+		Network:  c.Network,
+		Logger:   log,
+	})
+	var ee interface{ ExitCode() int }
+	if errors.As(err, &ee) {
+		// The engine already logged why it stopped.
+		return exitError{code: ee.ExitCode()}
+	}
+	return err
+}
+
+// runEngine serves the API: the engine behind the API server on the socket.
+func runEngine(ctx context.Context, c *config.Config, log *slog.Logger) error {
+	eng, err := engine.New(ctx, engine.Options{
+		DataRoot:      c.DataRoot,
+		Rootless:      rootless.Inside(),
+		IDMap:         string(rootless.CurrentIDMap()),
+		Warnings:      c.Warnings,
+		APIVersion:    apiserver.MaxAPIVersion,
+		MinAPIVersion: apiserver.MinAPIVersion,
+		Logger:        log,
+	})
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	l, err := listenUnix(c.Socket)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(c.Socket)
+	log.Info("API listening", "host", "unix://"+c.Socket, "uid", os.Getuid(), "host-uid", rootless.HostUID(), "idmap", rootless.CurrentIDMap())
+	err = apiserver.New(eng, apiserver.Options{Logger: log, Version: version.Version}).Serve(ctx, l)
+	log.Info("stopped")
+	return err
+}
+
+// listenUnix listens on a socket that only the user can open (0600).
+func listenUnix(path string) (net.Listener, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, err
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	old := syscall.Umask(0o177)
+	l, err := net.Listen("unix", path)
+	syscall.Umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		l.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+func newLogger(level string) *slog.Logger {
+	var lv slog.Level
+	switch strings.ToLower(level) {
+	case "debug":
+		lv = slog.LevelDebug
+	case "warn", "warning":
+		lv = slog.LevelWarn
+	case "error", "fatal":
+		lv = slog.LevelError
+	default:
+		lv = slog.LevelInfo
+	}
+	l := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lv}))
+	slog.SetDefault(l)
+	return l
+}
+
+// exitError carries the engine's exit code out of the host process.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("engine exited with status %d", e.code) }
+
+// ExitCode is what `hutch daemon` should exit with.
+func (e exitError) ExitCode() int { return e.code }

@@ -1,0 +1,105 @@
+// Package engine owns hutch's domain: container records and their state
+// machine, the image service, and the facts the daemon reports about itself.
+// The API server calls it through small interfaces; it knows nothing of HTTP.
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Options wires an Engine. The daemon fills it; the engine does not look at
+// the environment to find out where or how it runs.
+type Options struct {
+	// DataRoot holds persistent state (containers, storage, engine id).
+	DataRoot string
+	// Rootless is true inside a user namespace.
+	Rootless bool
+	// IDMap describes the user namespace mapping ("full", "single" or "none").
+	IDMap string
+	// Warnings are shown in /info (e.g. single-UID mode, cgroup v1).
+	Warnings []string
+	// APIVersion and MinAPIVersion are the range the API server serves.
+	APIVersion, MinAPIVersion string
+	Logger                    *slog.Logger
+}
+
+// Engine is the daemon's domain service.
+type Engine struct {
+	opts Options
+	id   string
+	log  *slog.Logger
+}
+
+// New opens the engine's state under opts.DataRoot.
+func New(ctx context.Context, opts Options) (*Engine, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if err := os.MkdirAll(opts.DataRoot, 0o700); err != nil {
+		return nil, fmt.Errorf("data root: %w", err)
+	}
+	id, err := loadOrCreateID(filepath.Join(opts.DataRoot, "engine-id"))
+	if err != nil {
+		return nil, err
+	}
+	return &Engine{opts: opts, id: id, log: opts.Logger}, nil
+}
+
+// Close releases what the engine holds.
+func (e *Engine) Close() error { return nil }
+
+// loadOrCreateID keeps a stable engine ID across restarts, as Docker does.
+func loadOrCreateID(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err == nil && len(strings.TrimSpace(string(b))) > 0 {
+		return strings.TrimSpace(string(b)), nil
+	}
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", err
+	}
+	var raw [16]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", err
+	}
+	h := hex.EncodeToString(raw[:])
+	id := fmt.Sprintf("%s-%s-%s-%s-%s", h[:8], h[8:12], h[12:16], h[16:20], h[20:])
+	if err := writeFileAtomic(path, []byte(id+"\n"), 0o600); err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
+// writeFileAtomic writes data so that readers see the old or the new file,
+// never a torn one, even across a crash: temp file, fsync, rename.
+func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(perm); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

@@ -1,0 +1,132 @@
+package engine
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"runtime"
+	"strings"
+
+	"github.com/hutch-engine/hutch/version"
+	"github.com/moby/moby/api/types/system"
+	"golang.org/x/sys/unix"
+)
+
+// Info answers GET /info.
+func (e *Engine) Info(ctx context.Context) (*system.Info, error) {
+	host, _ := os.Hostname()
+	security := []string{"name=seccomp,profile=builtin"}
+	if e.opts.Rootless {
+		security = append(security, "name=rootless")
+	}
+	cgVersion, cgDriver := cgroupFacts(e.opts.Rootless)
+	info := &system.Info{
+		ID:                 e.id,
+		Name:               host,
+		OSType:             "linux",
+		Architecture:       machineArch(),
+		KernelVersion:      kernelVersion(),
+		OperatingSystem:    operatingSystem(),
+		OSVersion:          osRelease()["VERSION_ID"],
+		NCPU:               runtime.NumCPU(),
+		MemTotal:           memTotal(),
+		SecurityOptions:    security,
+		CgroupDriver:       cgDriver,
+		CgroupVersion:      cgVersion,
+		DockerRootDir:      e.opts.DataRoot,
+		ServerVersion:      version.Version,
+		LoggingDriver:      "json-file",
+		IndexServerAddress: "https://index.docker.io/v1/",
+		NGoroutines:        runtime.NumGoroutine(),
+		Warnings:           append([]string(nil), e.opts.Warnings...),
+		DefaultRuntime:     "runc",
+		Runtimes:           map[string]system.RuntimeWithStatus{"runc": {Runtime: system.Runtime{Path: "hutch-shim"}}},
+	}
+	return info, nil
+}
+
+// Version answers GET /version.
+func (e *Engine) Version(ctx context.Context) (*system.VersionResponse, error) {
+	details := map[string]string{
+		"ApiVersion":    e.opts.APIVersion,
+		"MinAPIVersion": e.opts.MinAPIVersion,
+		"GitCommit":     version.GitCommit(),
+		"GoVersion":     runtime.Version(),
+		"Os":            runtime.GOOS,
+		"Arch":          runtime.GOARCH,
+		"KernelVersion": kernelVersion(),
+	}
+	return &system.VersionResponse{
+		Platform:      system.PlatformInfo{Name: "hutch " + version.Version},
+		Version:       version.Version,
+		APIVersion:    e.opts.APIVersion,
+		MinAPIVersion: e.opts.MinAPIVersion,
+		Os:            runtime.GOOS,
+		Arch:          runtime.GOARCH,
+		GitCommit:     version.GitCommit(),
+		GoVersion:     runtime.Version(),
+		KernelVersion: kernelVersion(),
+		Components:    []system.ComponentVersion{{Name: "Engine", Version: version.Version, Details: details}},
+	}, nil
+}
+
+func kernelVersion() string {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return ""
+	}
+	return unix.ByteSliceToString(u.Release[:])
+}
+
+func machineArch() string {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return runtime.GOARCH
+	}
+	return unix.ByteSliceToString(u.Machine[:])
+}
+
+func osRelease() map[string]string {
+	m := map[string]string{}
+	f, err := os.Open("/etc/os-release")
+	if err != nil {
+		return m
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		k, v, ok := strings.Cut(s.Text(), "=")
+		if ok {
+			m[k] = strings.Trim(v, `"'`)
+		}
+	}
+	return m
+}
+
+func operatingSystem() string {
+	if name := osRelease()["PRETTY_NAME"]; name != "" {
+		return name
+	}
+	return "Linux"
+}
+
+func memTotal() int64 {
+	var si unix.Sysinfo_t
+	if err := unix.Sysinfo(&si); err != nil {
+		return 0
+	}
+	return int64(si.Totalram) * int64(si.Unit)
+}
+
+// cgroupFacts reports the cgroup version and the driver Docker would show:
+// rootless on cgroup v1 has no usable cgroups at all ("none").
+func cgroupFacts(rootless bool) (ver, driver string) {
+	var st unix.Statfs_t
+	if err := unix.Statfs("/sys/fs/cgroup", &st); err == nil && st.Type == unix.CGROUP2_SUPER_MAGIC {
+		return "2", "cgroupfs"
+	}
+	if rootless {
+		return "1", "none"
+	}
+	return "1", "cgroupfs"
+}

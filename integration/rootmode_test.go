@@ -1,0 +1,42 @@
+//go:build integration && rootmode
+
+package integration
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/moby/moby/client"
+)
+
+// As real root hutch runs without rootlesskit, with the same API.
+func TestRootModeWithoutRootlesskit(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("the rootmode tests must run as root (make test builds them only then)")
+	}
+	env, rt, _ := daemonEnv(t)
+	sock := rt + "/root.sock"
+	d := startDaemonEnv(t, env, sock, "--host", "unix://"+sock, "--data-root", t.TempDir())
+	if kids := children(t, d.cmd.Process.Pid); len(kids) != 0 {
+		t.Errorf("root daemon has children %v: rootlesskit should not run", kids)
+	}
+	self, _ := os.Readlink("/proc/self/ns/user")
+	theirs, _ := os.Readlink("/proc/" + itoa(d.cmd.Process.Pid) + "/ns/user")
+	if self != theirs {
+		t.Errorf("root daemon in user namespace %s, want the initial %s", theirs, self)
+	}
+	res, err := d.Client(t).Info(context.Background(), client.InfoOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range res.Info.SecurityOptions {
+		if strings.Contains(o, "rootless") {
+			t.Errorf("root daemon reports %q", o)
+		}
+	}
+	if out, err := d.Docker(t, "version"); err != nil || !strings.Contains(out, "hutch") {
+		t.Errorf("docker version: %v\n%s", err, out)
+	}
+}

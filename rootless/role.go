@@ -1,0 +1,59 @@
+package rootless
+
+import (
+	"os"
+	"path/filepath"
+)
+
+// Environment keys shared by the processes of the tree. The pipe and
+// activation keys are private to rootlesskit's parent/child handshake.
+const (
+	envPipeFD          = "_HUTCH_ROOTLESSKIT_PIPEFD"
+	envChildActivation = "_HUTCH_ROOTLESSKIT_ACTIVATION_CHILD"
+	envRunActivation   = "_HUTCH_ROOTLESSKIT_ACTIVATION_HELPER"
+	// EnvStateDir is set in every process inside the namespaces: it holds
+	// rootlesskit's state dir (api.sock, netns, resolv.conf).
+	EnvStateDir = "ROOTLESSKIT_STATE_DIR"
+	// envParentEUID carries the host uid into the namespace.
+	envParentEUID = "ROOTLESSKIT_PARENT_EUID"
+	envParentEGID = "ROOTLESSKIT_PARENT_EGID"
+	// envMode tells the engine which id mapping the parent set up.
+	envMode = "_HUTCH_IDMAP_MODE"
+	// envNetwork is "1" when the parent serves a detached network namespace.
+	envNetwork = "_HUTCH_NETWORK"
+)
+
+// Role is the part a process plays in the tree.
+type Role int
+
+const (
+	// Host is a process in the host's namespaces.
+	Host Role = iota
+	// Child is rootlesskit's child: it finishes the namespace set-up and
+	// starts the engine.
+	Child
+	// Engine runs inside the namespaces and serves the API.
+	Engine
+	// Unshare is rootlesskit's embedded unshare(1), run to detach the
+	// network namespace.
+	Unshare
+)
+
+// CurrentRole reads the role from argv[0] and the environment.
+func CurrentRole() Role {
+	switch {
+	case filepath.Base(os.Args[0]) == "unshare":
+		return Unshare
+	case os.Getenv(envPipeFD) != "":
+		return Child
+	case os.Getenv(EnvStateDir) != "":
+		return Engine
+	}
+	return Host
+}
+
+// Inside reports whether this process runs inside hutch's namespaces.
+func Inside() bool { return os.Getenv(EnvStateDir) != "" }
+
+// StateDir is rootlesskit's state directory, or "" outside the namespaces.
+func StateDir() string { return os.Getenv(EnvStateDir) }
