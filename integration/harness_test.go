@@ -171,7 +171,7 @@ func (d *daemon) Host() string { return "unix://" + d.Socket }
 // Client is a Go SDK client negotiating the API version, as users make it.
 func (d *daemon) Client(t testing.TB) *client.Client {
 	t.Helper()
-	c, err := client.New(client.WithHost(d.Host()), client.WithAPIVersionNegotiation())
+	c, err := client.New(client.WithHost(d.Host()))
 	if err != nil {
 		t.Fatal(err)
 	}
