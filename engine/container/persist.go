@@ -1,0 +1,72 @@
+package container
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// recordFile is the record's name inside its directory <root>/<id>/.
+const recordFile = "container.json"
+
+// tmpPrefix starts the names of files being written; a crash leaves them
+// behind and the next load removes them.
+const tmpPrefix = ".tmp-"
+
+// trashPrefix starts the name a record directory gets while it is being
+// deleted, so that the deletion is one rename and a crash half-way through
+// a RemoveAll cannot leave a half-record that loads.
+const trashPrefix = ".trash-"
+
+// writeFileAtomic replaces path with data so that readers, and the next
+// start after a crash, see the old or the new content, never a torn one:
+// temp file in the same directory, fsync, rename, fsync of the directory
+// (without it the rename itself may be lost on power failure).
+func writeFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, tmpPrefix+filepath.Base(path)+"-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if err := f.Chmod(0o600); err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	ok = true
+	return syncDir(dir)
+}
+
+// syncDir makes the entries of dir (creations, renames, removals) durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// isScratch reports whether a directory entry is one of the store's own
+// leftovers rather than a record.
+func isScratch(name string) bool {
+	return strings.HasPrefix(name, tmpPrefix) || strings.HasPrefix(name, trashPrefix)
+}
