@@ -12,6 +12,7 @@ all: build
 
 build:
 	$(GO) build $(GOFLAGS_BUILD) -o bin/hutch ./cmd/hutch
+	$(GO) build $(GOFLAGS_BUILD) -o bin/hutch-shim ./cmd/hutch-shim
 
 # As root: installs the Debian packages, creates the unprivileged test user
 # and runs the integration tests as that user. As a user: runs them directly.

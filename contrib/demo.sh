@@ -14,7 +14,7 @@ fi
 make build >/dev/null
 work=$(mktemp -d /tmp/hutch-demo.XXXXXX)
 chmod 755 "$work"
-cp bin/hutch "$work/"
+cp bin/hutch bin/hutch-shim "$work/"
 as_user() {
 	if [ "$(id -u)" = 0 ]; then
 		chown -R "$TEST_USER" "$work"

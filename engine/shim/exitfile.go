@@ -1,0 +1,64 @@
+package shim
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/containerd/errdefs"
+)
+
+// WriteExit stores st at path atomically (temp file, fsync, rename, fsync of
+// the directory), so that a reader after any crash sees either nothing or the
+// whole status.
+func WriteExit(path string, st ExitStatus) error {
+	b, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("write exit status %s: %w", path, err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		_ = d.Close()
+	}
+	return nil
+}
+
+// ReadExit reads an exit status written by a shim. A missing file is
+// errdefs.ErrNotFound: the shim has not finished (or never ran).
+func ReadExit(path string) (ExitStatus, error) {
+	var st ExitStatus
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return st, fmt.Errorf("exit status %s: %w", path, errdefs.ErrNotFound)
+	}
+	if err != nil {
+		return st, err
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return st, fmt.Errorf("exit status %s: %w", path, errdefs.ErrDataLoss)
+	}
+	return st, nil
+}

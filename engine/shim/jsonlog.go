@@ -1,0 +1,281 @@
+package shim
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/containerd/errdefs"
+)
+
+// Docker's json-file log: one JSON object per line,
+//
+//	{"log":"hello\n","stream":"stdout","time":"2026-01-02T03:04:05.123456789Z"}
+//
+// A message is a line including its "\n"; a line longer than maxLogLine is
+// cut into several messages, and output that ends without a newline is
+// flushed as a last message when the stream closes, as Docker's copier does.
+const maxLogLine = 16 * 1024
+
+// LogWriter appends json-file entries to one file for several streams.
+type LogWriter struct {
+	mu  sync.Mutex
+	f   *os.File
+	buf []byte
+	now func() time.Time
+}
+
+// OpenLogWriter opens (appending to) the json-file log at path.
+func OpenLogWriter(path string) (*LogWriter, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640)
+	if err != nil {
+		return nil, err
+	}
+	return &LogWriter{f: f, now: time.Now}, nil
+}
+
+// Close closes the file; streams must be closed first.
+func (w *LogWriter) Close() error { return w.f.Close() }
+
+// Stream returns a writer that splits its input into messages of stream
+// ("stdout" or "stderr"). Close flushes a trailing partial line.
+func (w *LogWriter) Stream(stream string) io.WriteCloser {
+	return &logStream{w: w, stream: stream}
+}
+
+func (w *LogWriter) emit(stream string, msg []byte) error {
+	t := w.now().UTC()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	b := w.buf[:0]
+	b = append(b, `{"log":`...)
+	b = appendJSONString(b, msg)
+	b = append(b, `,"stream":"`...)
+	b = append(b, stream...)
+	b = append(b, `","time":"`...)
+	b = t.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, "\"}\n"...)
+	w.buf = b
+	_, err := w.f.Write(b)
+	return err
+}
+
+func appendJSONString(b, s []byte) []byte {
+	// encoding/json's escaping (including its HTML-safe \u003c forms, which
+	// Docker's files also contain) and replacement of invalid UTF-8.
+	q, _ := json.Marshal(string(s))
+	return append(b, q...)
+}
+
+type logStream struct {
+	w       *LogWriter
+	stream  string
+	partial []byte
+}
+
+func (s *logStream) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			room := maxLogLine - len(s.partial)
+			if len(p) < room {
+				s.partial = append(s.partial, p...)
+				return n, nil
+			}
+			s.partial = append(s.partial, p[:room]...)
+			p = p[room:]
+			if err := s.flush(); err != nil {
+				return n, err
+			}
+			continue
+		}
+		line := p[:i+1]
+		p = p[i+1:]
+		if len(s.partial) > 0 || len(line) > maxLogLine {
+			s.partial = append(s.partial, line...)
+			for len(s.partial) > maxLogLine {
+				if err := s.w.emit(s.stream, s.partial[:maxLogLine]); err != nil {
+					return n, err
+				}
+				s.partial = append(s.partial[:0], s.partial[maxLogLine:]...)
+			}
+			if err := s.flush(); err != nil {
+				return n, err
+			}
+			continue
+		}
+		if err := s.w.emit(s.stream, line); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+func (s *logStream) flush() error {
+	if len(s.partial) == 0 {
+		return nil
+	}
+	err := s.w.emit(s.stream, s.partial)
+	s.partial = s.partial[:0]
+	return err
+}
+
+func (s *logStream) Close() error { return s.flush() }
+
+// LogEntry is one message of a json-file log. Line keeps its "\n".
+type LogEntry struct {
+	Stream string
+	Time   time.Time
+	Line   []byte
+}
+
+// LogReadOptions selects entries: Since and Until bound the time (zero means
+// unbounded; Until is inclusive), Tail keeps the last Tail messages (before
+// time filtering, as Docker does; negative means all). Follow keeps reading
+// as the file grows until Done is closed (the container's shim has exited and
+// will write no more), Until has passed, or ctx ends.
+type LogReadOptions struct {
+	Since  time.Time
+	Until  time.Time
+	Tail   int
+	Follow bool
+	Done   <-chan struct{}
+}
+
+// ReadLog calls fn for each selected entry of the json-file log at path, in
+// order. A missing file is errdefs.ErrNotFound. An error from fn stops the
+// read and is returned.
+func ReadLog(ctx context.Context, path string, opts LogReadOptions, fn func(LogEntry) error) error {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("log %s: %w", path, errdefs.ErrNotFound)
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if opts.Tail >= 0 {
+		off, err := tailOffset(f, opts.Tail)
+		if err != nil {
+			return err
+		}
+		if _, err := f.Seek(off, io.SeekStart); err != nil {
+			return err
+		}
+	}
+	var w *growthWaiter
+	if opts.Follow {
+		w = newGrowthWaiter(path)
+		defer w.close()
+	}
+	br := bufio.NewReaderSize(f, 64*1024)
+	var pending []byte
+	doneSeen := false
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(chunk) > 0 {
+			pending = append(pending, chunk...)
+		}
+		switch {
+		case err == nil:
+			stop, ferr := deliver(pending, opts, fn)
+			pending = pending[:0]
+			if ferr != nil || stop {
+				return ferr
+			}
+			continue
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case !errors.Is(err, io.EOF):
+			return err
+		}
+		// At the end of what is written so far; pending holds a line whose
+		// writer has not finished it yet.
+		if !opts.Follow || doneSeen {
+			return nil
+		}
+		if !opts.Until.IsZero() && time.Now().After(opts.Until) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-opts.Done:
+			// Read once more to the end: the writer finished before Done.
+			doneSeen = true
+		case <-w.wait():
+		}
+	}
+}
+
+// deliver decodes one line and hands it to fn if it is selected. stop is
+// true once entries are past Until.
+func deliver(line []byte, opts LogReadOptions, fn func(LogEntry) error) (stop bool, err error) {
+	var e struct {
+		Log    string    `json:"log"`
+		Stream string    `json:"stream"`
+		Time   time.Time `json:"time"`
+	}
+	if err := json.Unmarshal(line, &e); err != nil {
+		// A torn line from a crash mid-write: skip it, as Docker does.
+		return false, nil
+	}
+	if !opts.Since.IsZero() && e.Time.Before(opts.Since) {
+		return false, nil
+	}
+	if !opts.Until.IsZero() && e.Time.After(opts.Until) {
+		return true, nil
+	}
+	return false, fn(LogEntry{Stream: e.Stream, Time: e.Time, Line: []byte(e.Log)})
+}
+
+// tailOffset finds where the last n complete lines of f begin, reading
+// backwards so that tailing a big log costs only its tail.
+func tailOffset(f *os.File, n int) (int64, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	end := st.Size()
+	if n == 0 {
+		return end, nil
+	}
+	const chunk = 32 * 1024
+	buf := make([]byte, chunk)
+	seen := 0
+	for pos := end; pos > 0; {
+		size := int64(chunk)
+		if pos < size {
+			size = pos
+		}
+		pos -= size
+		b := buf[:size]
+		if _, err := f.ReadAt(b, pos); err != nil && !errors.Is(err, io.EOF) {
+			return 0, err
+		}
+		for i := len(b) - 1; i >= 0; i-- {
+			if b[i] != '\n' {
+				continue
+			}
+			if pos+int64(i) == end-1 {
+				// The newline ending the last line is not a boundary
+				// before a line we keep.
+				continue
+			}
+			seen++
+			if seen == n {
+				return pos + int64(i) + 1, nil
+			}
+		}
+	}
+	return 0, nil
+}

@@ -1,0 +1,292 @@
+package shim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/containerd/errdefs"
+)
+
+var t0 = time.Date(2026, 1, 2, 3, 4, 5, 123456789, time.UTC)
+
+// clock returns times one second apart from t0.
+func clock() func() time.Time {
+	n := 0
+	return func() time.Time {
+		n++
+		return t0.Add(time.Duration(n-1) * time.Second)
+	}
+}
+
+func newTestLog(t *testing.T) (*LogWriter, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "json.log")
+	w, err := OpenLogWriter(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.now = clock()
+	t.Cleanup(func() { _ = w.Close() })
+	return w, path
+}
+
+func readAll(t *testing.T, path string, opts LogReadOptions) []string {
+	t.Helper()
+	var out []string
+	err := ReadLog(context.Background(), path, opts, func(e LogEntry) error {
+		out = append(out, e.Stream+":"+string(e.Line))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestLogWriterFormat(t *testing.T) {
+	w, path := newTestLog(t)
+	out, serr := w.Stream("stdout"), w.Stream("stderr")
+	for _, write := range []struct {
+		s *logStream
+		p string
+	}{
+		{out.(*logStream), "hello\n"},
+		{serr.(*logStream), "oops <&> \"q\"\n"},
+		{out.(*logStream), "part"},
+		{out.(*logStream), "ial\nnext\nunfinished"},
+	} {
+		if _, err := write.s.Write([]byte(write.p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"log":"hello\n","stream":"stdout","time":"2026-01-02T03:04:05.123456789Z"}
+{"log":"oops \u003c\u0026\u003e \"q\"\n","stream":"stderr","time":"2026-01-02T03:04:06.123456789Z"}
+{"log":"partial\n","stream":"stdout","time":"2026-01-02T03:04:07.123456789Z"}
+{"log":"next\n","stream":"stdout","time":"2026-01-02T03:04:08.123456789Z"}
+{"log":"unfinished","stream":"stdout","time":"2026-01-02T03:04:09.123456789Z"}
+`
+	if string(b) != want {
+		t.Errorf("log file:\n%s\nwant:\n%s", b, want)
+	}
+}
+
+func TestLogWriterLongLines(t *testing.T) {
+	tests := []struct {
+		name  string
+		input string
+		want  []int // message lengths
+	}{
+		{"exactly the limit with newline", strings.Repeat("a", maxLogLine-1) + "\n", []int{maxLogLine}},
+		{"one over", strings.Repeat("a", maxLogLine) + "\n", []int{maxLogLine, 1}},
+		{"two and a half", strings.Repeat("a", 2*maxLogLine+10) + "\n", []int{maxLogLine, maxLogLine, 11}},
+		{"no newline", strings.Repeat("a", maxLogLine+5), []int{maxLogLine, 5}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w, path := newTestLog(t)
+			s := w.Stream("stdout")
+			// Written in small pieces, as pipes deliver it.
+			for in := tc.input; in != ""; {
+				n := min(len(in), 1000)
+				if _, err := s.Write([]byte(in[:n])); err != nil {
+					t.Fatal(err)
+				}
+				in = in[n:]
+			}
+			_ = s.Close()
+			var got []int
+			var joined strings.Builder
+			_ = ReadLog(context.Background(), path, LogReadOptions{Tail: -1}, func(e LogEntry) error {
+				got = append(got, len(e.Line))
+				joined.Write(e.Line)
+				return nil
+			})
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) || joined.String() != tc.input {
+				t.Errorf("message lengths %v, want %v (content kept: %v)", got, tc.want, joined.String() == tc.input)
+			}
+		})
+	}
+}
+
+func TestReadLogSelect(t *testing.T) {
+	w, path := newTestLog(t)
+	s := w.Stream("stdout")
+	for i := range 5 {
+		fmt.Fprintf(s, "line%d\n", i) // line i at t0+i s
+	}
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	lines := func(idx ...int) []string {
+		var out []string
+		for _, i := range idx {
+			out = append(out, fmt.Sprintf("stdout:line%d\n", i))
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		opts LogReadOptions
+		want []string
+	}{
+		{"all", LogReadOptions{Tail: -1}, lines(0, 1, 2, 3, 4)},
+		{"tail 0", LogReadOptions{Tail: 0}, nil},
+		{"tail 2", LogReadOptions{Tail: 2}, lines(3, 4)},
+		{"tail more than there is", LogReadOptions{Tail: 10}, lines(0, 1, 2, 3, 4)},
+		{"since", LogReadOptions{Tail: -1, Since: at(3)}, lines(3, 4)},
+		{"until (inclusive)", LogReadOptions{Tail: -1, Until: at(1)}, lines(0, 1)},
+		{"since and until", LogReadOptions{Tail: -1, Since: at(1), Until: at(2)}, lines(1, 2)},
+		{"tail then since", LogReadOptions{Tail: 3, Since: at(3)}, lines(3, 4)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := readAll(t, path, tc.opts); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestTailAcrossChunks(t *testing.T) {
+	w, path := newTestLog(t)
+	s := w.Stream("stdout")
+	// Lines long enough that the backwards scan crosses chunk borders.
+	for i := range 200 {
+		fmt.Fprintf(s, "%03d %s\n", i, strings.Repeat("x", 500))
+	}
+	for _, n := range []int{1, 63, 64, 65, 199, 200, 201} {
+		got := readAll(t, path, LogReadOptions{Tail: n})
+		want := min(n, 200)
+		if len(got) != want || !strings.HasPrefix(got[0], fmt.Sprintf("stdout:%03d ", 200-want)) {
+			t.Errorf("tail %d: %d lines starting %.12q", n, len(got), got[0])
+		}
+	}
+}
+
+func TestReadLogFollow(t *testing.T) {
+	w, path := newTestLog(t)
+	s := w.Stream("stdout")
+	fmt.Fprint(s, "before\n")
+	done := make(chan struct{})
+	got := make(chan string, 10)
+	errc := make(chan error, 1)
+	go func() {
+		errc <- ReadLog(context.Background(), path, LogReadOptions{Tail: -1, Follow: true, Done: done}, func(e LogEntry) error {
+			got <- string(e.Line)
+			return nil
+		})
+	}()
+	next := func() string {
+		select {
+		case l := <-got:
+			return l
+		case <-time.After(10 * time.Second):
+			t.Fatal("follow delivered nothing")
+			return ""
+		}
+	}
+	if l := next(); l != "before\n" {
+		t.Fatalf("got %q", l)
+	}
+	fmt.Fprint(s, "after\n")
+	if l := next(); l != "after\n" {
+		t.Fatalf("got %q", l)
+	}
+	// The writer's last words come before Done and must not be lost.
+	fmt.Fprint(s, "last\n")
+	close(done)
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if l := next(); l != "last\n" {
+		t.Fatalf("got %q", l)
+	}
+}
+
+func TestReadLogFollowPartialLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "json.log")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	line := `{"log":"whole\n","stream":"stdout","time":"2026-01-02T03:04:05Z"}` + "\n"
+	// A reader may see a line half written.
+	if _, err := f.WriteString(line[:20]); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	got := make(chan string, 2)
+	go func() {
+		_ = ReadLog(ctx, path, LogReadOptions{Tail: -1, Follow: true}, func(e LogEntry) error {
+			got <- string(e.Line)
+			return nil
+		})
+	}()
+	time.Sleep(50 * time.Millisecond)
+	if _, err := f.WriteString(line[20:]); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case l := <-got:
+		if l != "whole\n" {
+			t.Errorf("got %q", l)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the completed line was not delivered")
+	}
+}
+
+func TestReadLogCancel(t *testing.T) {
+	_, path := newTestLog(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := ReadLog(ctx, path, LogReadOptions{Tail: -1, Follow: true}, func(LogEntry) error { return nil })
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("err %v, want canceled", err)
+	}
+}
+
+func TestReadLogErrors(t *testing.T) {
+	err := ReadLog(context.Background(), filepath.Join(t.TempDir(), "none"), LogReadOptions{Tail: -1}, func(LogEntry) error { return nil })
+	if !errdefs.IsNotFound(err) {
+		t.Errorf("missing log: %v, want not found", err)
+	}
+	w, path := newTestLog(t)
+	fmt.Fprint(w.Stream("stdout"), "a\nb\n")
+	stop := errors.New("stop")
+	n := 0
+	err = ReadLog(context.Background(), path, LogReadOptions{Tail: -1}, func(LogEntry) error { n++; return stop })
+	if !errors.Is(err, stop) || n != 1 {
+		t.Errorf("callback error: %v after %d entries", err, n)
+	}
+}
+
+func FuzzReadLog(f *testing.F) {
+	f.Add([]byte(`{"log":"a\n","stream":"stdout","time":"2026-01-02T03:04:05Z"}` + "\n"))
+	f.Add([]byte("{\n}\n\n\x00garbage"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(t.TempDir(), "json.log")
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for _, tail := range []int{-1, 0, 1, 3} {
+			err := ReadLog(context.Background(), path, LogReadOptions{Tail: tail}, func(LogEntry) error { return nil })
+			if err != nil {
+				t.Fatalf("tail %d: %v", tail, err)
+			}
+		}
+	})
+}

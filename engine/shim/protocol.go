@@ -1,0 +1,179 @@
+package shim
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// The socket protocol is deliberately tiny (no net/http in a binary that is
+// re-executed as every container's init). One request per connection:
+//
+//	client → shim: one JSON Request line
+//	shim → client: one JSON Response line
+//
+// For attach and exec the connection then carries frames both ways. A frame
+// is an 8-byte header (stream byte, 3 zero bytes, big-endian uint32 size,
+// the layout of Docker's stdcopy) and the payload. Client → shim: StreamStdin
+// data; an empty StdinStream frame means stdin EOF (so a client that merely
+// drops the connection detaches without closing the container's stdin, as
+// Docker's detach keys do). Shim → client: StreamStdout/StreamStderr data and,
+// for exec, one final StreamExit frame holding the JSON ExitStatus. The shim
+// closes the connection when the process's output has ended.
+
+// Ops understood by the shim.
+const (
+	OpState     = "state"
+	OpStart     = "start"
+	OpKill      = "kill"
+	OpResize    = "resize"
+	OpWait      = "wait"
+	OpAttach    = "attach"
+	OpExec      = "exec"
+	OpExecState = "exec-state"
+)
+
+// Stream ids in frame headers.
+const (
+	StreamStdin  byte = 0
+	StreamStdout byte = 1
+	StreamStderr byte = 2
+	StreamExit   byte = 3
+)
+
+// maxFrame bounds a frame so a corrupt header cannot make the reader
+// allocate gigabytes.
+const maxFrame = 1 << 20
+
+// Request is the first line a client sends.
+type Request struct {
+	Op     string `json:"op"`
+	Signal int    `json:"signal,omitempty"`
+	Height uint16 `json:"h,omitempty"`
+	Width  uint16 `json:"w,omitempty"`
+	Stdin  bool   `json:"stdin,omitempty"`
+	Stdout bool   `json:"stdout,omitempty"`
+	Stderr bool   `json:"stderr,omitempty"`
+	// ExecID names an exec process (exec, exec-state, resize of an exec).
+	ExecID  string         `json:"execId,omitempty"`
+	Process *specs.Process `json:"process,omitempty"`
+	// Detach starts an exec process without streams.
+	Detach bool `json:"detach,omitempty"`
+}
+
+// Response is the first line the shim answers.
+type Response struct {
+	Error    string      `json:"error,omitempty"`
+	Class    string      `json:"class,omitempty"`
+	ExitCode int         `json:"exitCode,omitempty"`
+	Pid      int         `json:"pid,omitempty"`
+	State    *State      `json:"state,omitempty"`
+	Exit     *ExitStatus `json:"exit,omitempty"`
+	Exec     *ExecState  `json:"exec,omitempty"`
+}
+
+// ErrorResponse encodes err with its class for the client.
+func ErrorResponse(err error) *Response {
+	r := &Response{Error: err.Error(), Class: errClass(err)}
+	var se *StartError
+	if errors.As(err, &se) {
+		r.Error, r.ExitCode = se.Msg, se.ExitCode
+	}
+	return r
+}
+
+// Err turns an error response back into a classed error.
+func (r *Response) Err() error {
+	if r.Error == "" {
+		return nil
+	}
+	return classErr(r.Class, r.Error, r.ExitCode)
+}
+
+// WriteJSONLine writes v as one line.
+func WriteJSONLine(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// ReadJSONLine reads one line into v. br must be the reader used for every
+// later read on the connection, since it may have buffered frame bytes.
+func ReadJSONLine(br *bufio.Reader, v any) error {
+	line, err := br.ReadSlice('\n')
+	if err != nil {
+		if errors.Is(err, bufio.ErrBufferFull) {
+			return fmt.Errorf("shim protocol: line too long")
+		}
+		return err
+	}
+	return json.Unmarshal(line, v)
+}
+
+// FrameWriter writes frames; it is safe for concurrent use so that stdout
+// and stderr pumps can share one connection.
+type FrameWriter struct {
+	mu  sync.Mutex
+	w   io.Writer
+	buf []byte
+}
+
+// NewFrameWriter frames onto w.
+func NewFrameWriter(w io.Writer) *FrameWriter { return &FrameWriter{w: w} }
+
+// WriteLine writes v as a JSON line between frames.
+func (f *FrameWriter) WriteLine(v any) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return WriteJSONLine(f.w, v)
+}
+
+// WriteFrame writes one frame; large payloads are split.
+func (f *FrameWriter) WriteFrame(stream byte, p []byte) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for {
+		n := min(len(p), maxFrame)
+		// One write per frame keeps header and payload together.
+		b := append(f.buf[:0], stream, 0, 0, 0, 0, 0, 0, 0)
+		binary.BigEndian.PutUint32(b[4:], uint32(n))
+		b = append(b, p[:n]...)
+		f.buf = b
+		if _, err := f.w.Write(b); err != nil {
+			return err
+		}
+		p = p[n:]
+		if len(p) == 0 {
+			return nil
+		}
+	}
+}
+
+// ReadFrame reads one frame header and payload into buf (grown if needed).
+func ReadFrame(r io.Reader, buf []byte) (stream byte, payload []byte, err error) {
+	var hdr [8]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return 0, nil, err
+	}
+	n := binary.BigEndian.Uint32(hdr[4:])
+	if n > maxFrame {
+		return 0, nil, fmt.Errorf("shim protocol: frame of %d bytes", n)
+	}
+	if cap(buf) < int(n) {
+		buf = make([]byte, n)
+	}
+	buf = buf[:n]
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return 0, nil, err
+	}
+	return hdr[0], buf, nil
+}
