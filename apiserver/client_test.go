@@ -41,7 +41,7 @@ func TestGoSDK(t *testing.T) {
 	served := make(chan error, 1)
 	go func() { served <- s.Serve(ctx, l) }()
 
-	cli, err := client.New(client.WithHost("unix://"+sock))
+	cli, err := client.New(client.WithHost("unix://" + sock))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,11 @@ const maxJSONBody = 4 << 20
 func writeJSON(w http.ResponseWriter, status int, v any) error {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
+	return writeJSONBody(w, v)
+}
+
+// writeJSONBody writes v as JSON after the headers were sent.
+func writeJSONBody(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	return enc.Encode(v)

@@ -29,6 +29,26 @@ func (s *Server) routes() []route {
 		{http.MethodHead, "/_ping", s.ping},
 		{http.MethodGet, "/version", s.version},
 		{http.MethodGet, "/info", s.info},
+
+		// images
+		{http.MethodPost, "/images/create", s.imagesCreate},
+
+		// containers
+		{http.MethodPost, "/containers/create", s.containerCreate},
+		{http.MethodGet, "/containers/json", s.containerList},
+		{http.MethodPost, "/containers/prune", s.containerPrune},
+		{http.MethodGet, "/containers/{id}/json", s.containerInspect},
+		{http.MethodPost, "/containers/{id}/start", s.containerStart},
+		{http.MethodPost, "/containers/{id}/stop", s.containerStop},
+		{http.MethodPost, "/containers/{id}/restart", s.containerRestart},
+		{http.MethodPost, "/containers/{id}/kill", s.containerKill},
+		{http.MethodPost, "/containers/{id}/wait", s.containerWait},
+		{http.MethodGet, "/containers/{id}/logs", s.containerLogs},
+		{http.MethodPost, "/containers/{id}/attach", s.containerAttach},
+		{http.MethodPost, "/containers/{id}/resize", s.containerResize},
+		{http.MethodPost, "/containers/{id}/rename", s.containerRename},
+		{http.MethodGet, "/containers/{id}/top", s.containerTop},
+		{http.MethodDelete, "/containers/{id}", s.containerRemove},
 	}
 }
 

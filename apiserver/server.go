@@ -47,6 +47,8 @@ type SystemBackend interface {
 // class decides the HTTP status (see errorStatus).
 type Backend interface {
 	SystemBackend
+	ImageBackend
+	ContainerBackend
 }
 
 // Options configures a Server.

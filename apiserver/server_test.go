@@ -20,6 +20,7 @@ import (
 // fakeBackend answers the system calls with fixed data, or fails/panics when
 // told to.
 type fakeBackend struct {
+	noContainers
 	err   error // returned by every call
 	panic string
 }

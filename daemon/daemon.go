@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -19,6 +20,7 @@ import (
 	"github.com/hutch-engine/hutch/engine"
 	"github.com/hutch-engine/hutch/rootless"
 	"github.com/hutch-engine/hutch/rootless/preflight"
+	"github.com/hutch-engine/hutch/storage"
 	"github.com/hutch-engine/hutch/version"
 )
 
@@ -91,7 +93,33 @@ func Run(ctx context.Context, f config.Flags) error {
 
 // runEngine serves the API: the engine behind the API server on the socket.
 func runEngine(ctx context.Context, c *config.Config, log *slog.Logger) error {
+	store, err := storage.Open(ctx, storage.Options{
+		GraphRoot: filepath.Join(c.DataRoot, "storage"),
+		RunRoot:   filepath.Join(c.StateDir, "storage"),
+		SingleUID: rootless.CurrentIDMap() == rootless.IDMapSingle,
+		Logger:    log,
+
+		InsecureRegistries: c.InsecureRegistries,
+		Mirrors:            c.RegistryMirrors,
+	})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	shimBin, err := shimBinary()
+	if err != nil {
+		return err
+	}
+	netns := ""
+	if c.Network && rootless.Inside() {
+		netns = filepath.Join(rootless.StateDir(), "netns")
+	}
 	eng, err := engine.New(ctx, engine.Options{
+		Images:        store,
+		StateDir:      c.StateDir,
+		ShimBinary:    shimBin,
+		NetNS:         netns,
+		Debug:         c.LogLevel == "debug",
 		DataRoot:      c.DataRoot,
 		Rootless:      rootless.Inside(),
 		IDMap:         string(rootless.CurrentIDMap()),
@@ -113,6 +141,24 @@ func runEngine(ctx context.Context, c *config.Config, log *slog.Logger) error {
 	err = apiserver.New(eng, apiserver.Options{Logger: log, Version: version.Version}).Serve(ctx, l)
 	log.Info("stopped")
 	return err
+}
+
+// shimBinary finds hutch-shim: $HUTCH_SHIM, else beside the hutch binary,
+// else on PATH.
+func shimBinary() (string, error) {
+	if p := os.Getenv("HUTCH_SHIM"); p != "" {
+		return p, nil
+	}
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), "hutch-shim")
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	if p, err := exec.LookPath("hutch-shim"); err == nil {
+		return p, nil
+	}
+	return "", errors.New("hutch-shim not found: install it beside the hutch binary (make build puts both in bin/)")
 }
 
 // listenUnix listens on a socket that only the user can open (0600).

@@ -13,6 +13,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/hutch-engine/hutch/engine/container"
+	"github.com/hutch-engine/hutch/engine/shim"
 )
 
 // Options wires an Engine. The daemon fills it; the engine does not look at
@@ -29,13 +32,30 @@ type Options struct {
 	// APIVersion and MinAPIVersion are the range the API server serves.
 	APIVersion, MinAPIVersion string
 	Logger                    *slog.Logger
+
+	// StateDir holds runtime state: bundles, shim sockets, libcontainer's
+	// state root. It must not contain ShimBinary's directory.
+	StateDir string
+	// ShimBinary is the hutch-shim executable.
+	ShimBinary string
+	// NetNS is the detached network namespace containers join by default
+	// ("" when the daemon runs without networking).
+	NetNS string
+	// Images is the image and layer store (nil: no containers can be made).
+	Images ImageStore
+	// Debug makes shims log at debug level.
+	Debug bool
 }
 
 // Engine is the daemon's domain service.
 type Engine struct {
-	opts Options
-	id   string
-	log  *slog.Logger
+	opts       Options
+	id         string
+	log        *slog.Logger
+	images     ImageStore
+	containers *container.Store
+	runs       *runs
+	host       shim.Host
 }
 
 // New opens the engine's state under opts.DataRoot.
@@ -50,11 +70,19 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Engine{opts: opts, id: id, log: opts.Logger}, nil
+	store, err := container.NewStore(filepath.Join(opts.DataRoot, "containers"), container.WithLogger(opts.Logger))
+	if err != nil {
+		return nil, err
+	}
+	for _, le := range store.Skipped() {
+		opts.Logger.Warn("skipped a damaged container record", "dir", le.Dir, "err", le.Err)
+	}
+	e := &Engine{opts: opts, id: id, log: opts.Logger, images: opts.Images, containers: store, runs: newRuns(), host: shim.DetectHost()}
+	if err := e.reconcile(ctx); err != nil {
+		return nil, err
+	}
+	return e, nil
 }
-
-// Close releases what the engine holds.
-func (e *Engine) Close() error { return nil }
 
 // loadOrCreateID keeps a stable engine ID across restarts, as Docker does.
 func loadOrCreateID(path string) (string, error) {

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/hutch-engine/hutch/engine/container"
 	"github.com/hutch-engine/hutch/version"
 	"github.com/moby/moby/api/types/system"
 	"golang.org/x/sys/unix"
@@ -41,6 +42,23 @@ func (e *Engine) Info(ctx context.Context) (*system.Info, error) {
 		Warnings:           append([]string(nil), e.opts.Warnings...),
 		DefaultRuntime:     "runc",
 		Runtimes:           map[string]system.RuntimeWithStatus{"runc": {Runtime: system.Runtime{Path: "hutch-shim"}}},
+	}
+	if e.images != nil {
+		info.Driver = e.images.Driver()
+		info.DriverStatus = e.images.DriverStatus()
+	}
+	if list, err := e.containers.List(ctx, container.ListOptions{All: true}); err == nil {
+		for _, c := range list {
+			info.Containers++
+			switch {
+			case c.State.Paused():
+				info.ContainersPaused++
+			case c.State.Running():
+				info.ContainersRunning++
+			default:
+				info.ContainersStopped++
+			}
+		}
 	}
 	return info, nil
 }

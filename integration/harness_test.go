@@ -78,6 +78,9 @@ func daemonEnv(t testing.TB) (env []string, runtimeDir, dataDir string) {
 			t.Fatal(err)
 		}
 	}
+	// Image layers hold files of the subuid range, which the user can only
+	// delete from inside a user namespace with the same mapping.
+	t.Cleanup(func() { removeAsMapped(t, dataDir) })
 	for _, kv := range os.Environ() {
 		if strings.HasPrefix(kv, "XDG_") || strings.HasPrefix(kv, "DOCKER_") {
 			continue
@@ -257,4 +260,36 @@ func rawStatus(t testing.TB, socket, requestLine string) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+func mkdirTempShared() (string, error) {
+	d, err := os.MkdirTemp("", "hutch-shared-")
+	if err == nil {
+		atExit = append(atExit, func() { os.RemoveAll(d) })
+	}
+	return d, err
+}
+
+// atExit runs after every test, for what tests share (the registry).
+var atExit []func()
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	for i := len(atExit) - 1; i >= 0; i-- {
+		atExit[i]()
+	}
+	os.Exit(code)
+}
+
+// removeAsMapped deletes dir from a user namespace that maps the user's
+// subuid range (util-linux unshare --map-auto), as `podman unshare rm`.
+func removeAsMapped(t testing.TB, dir string) {
+	if os.Geteuid() == 0 {
+		os.RemoveAll(dir)
+		return
+	}
+	out, err := exec.Command("unshare", "--map-auto", "--map-root-user", "rm", "-rf", dir).CombinedOutput()
+	if err != nil {
+		t.Logf("removing %s in a user namespace: %v %s", dir, err, out)
+	}
 }

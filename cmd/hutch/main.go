@@ -13,9 +13,14 @@ import (
 	"github.com/hutch-engine/hutch/rootless"
 	"github.com/hutch-engine/hutch/version"
 	"github.com/urfave/cli/v2"
+	"go.podman.io/storage/pkg/reexec"
 )
 
 func main() {
+	// containers/storage re-executes this binary for layer extraction.
+	if reexec.Init() {
+		return
+	}
 	// rootlesskit's child and its unshare(1) run from this binary too.
 	rootless.Dispatch()
 

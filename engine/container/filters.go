@@ -343,3 +343,6 @@ func (lf *listFilter) matchPorts(ports []containertypes.PortSummary) bool {
 	}
 	return false
 }
+
+// Values returns the values given for key.
+func (f Filters) Values(key string) []string { return f.values(key) }

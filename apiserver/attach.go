@@ -1,0 +1,151 @@
+package apiserver
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+
+	"github.com/containerd/errdefs"
+	"github.com/hutch-engine/hutch/engine"
+)
+
+// containerAttach hijacks the connection (Upgrade: tcp → 101) and joins it
+// to the container's streams: multiplexed with stdcopy's header without a
+// tty, raw with one. The response head is sent once the engine registered
+// the attach, so that a start the client sends after it loses no output.
+func (s *Server) containerAttach(w http.ResponseWriter, r *http.Request) error {
+	ref := r.PathValue("id")
+	c, err := s.backend.ContainerInspect(r.Context(), ref)
+	if err != nil {
+		return err
+	}
+	tty := c.Config != nil && c.Config.Tty
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		return errdefs.ErrNotImplemented.WithMessage("connection cannot be hijacked")
+	}
+	conn, buf, err := hj.Hijack()
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	ct := "application/vnd.docker.multiplexed-stream"
+	if tty || versionLess(APIVersion(r.Context()), "1.42") {
+		ct = "application/vnd.docker.raw-stream"
+	}
+	head := fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Type: %s\r\n\r\n", ct)
+	if r.Header.Get("Upgrade") != "" {
+		head = fmt.Sprintf("HTTP/1.1 101 UPGRADED\r\nContent-Type: %s\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n", ct)
+	}
+	out := &headWriter{conn: conn, head: head}
+	stdout, stderr := streams(out, tty)
+	req := engine.AttachRequest{
+		Stream:   queryBool(r, "stream"),
+		Logs:     queryBool(r, "logs"),
+		Stdin:    queryBool(r, "stdin"),
+		Stdout:   queryBool(r, "stdout"),
+		Stderr:   queryBool(r, "stderr"),
+		Attached: func() { out.sendHead() },
+	}
+	var stdin io.Reader = io.MultiReader(bufferedPart(buf.Reader), conn)
+	err = s.backend.ContainerAttach(r.Context(), ref, req, stdin, stdout, stderr)
+	if err != nil && !out.sent() {
+		// Nothing went out yet: the client can still read a proper error.
+		httpErrorRaw(conn, err)
+		return nil
+	}
+	out.sendHead()
+	if cw, ok := conn.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite()
+	}
+	if err != nil && !errors.Is(err, net.ErrClosed) {
+		s.log.Debug("attach ended", "container", ref, "err", err)
+	}
+	return nil
+}
+
+// bufferedPart returns what the server already read past the request head.
+func bufferedPart(br *bufio.Reader) io.Reader {
+	n := br.Buffered()
+	if n == 0 {
+		return eofReader{}
+	}
+	b, _ := br.Peek(n)
+	return &onceReader{b: append([]byte(nil), b...)}
+}
+
+type eofReader struct{}
+
+func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
+
+type onceReader struct{ b []byte }
+
+func (o *onceReader) Read(p []byte) (int, error) {
+	if len(o.b) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, o.b)
+	o.b = o.b[n:]
+	return n, nil
+}
+
+// headWriter sends the response head before the first byte of output, or
+// when the engine says the attach is registered, whichever comes first.
+type headWriter struct {
+	mu     sync.Mutex
+	conn   net.Conn
+	head   string
+	isSent bool
+}
+
+func (h *headWriter) sendHead() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.isSent {
+		h.isSent = true
+		io.WriteString(h.conn, h.head)
+	}
+}
+
+func (h *headWriter) sent() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.isSent
+}
+
+func (h *headWriter) Write(p []byte) (int, error) {
+	h.sendHead()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.conn.Write(p)
+}
+
+// httpErrorRaw writes an error response on a hijacked connection.
+func httpErrorRaw(conn net.Conn, err error) {
+	rw := &rawResponse{header: http.Header{}}
+	httpError(rw, err)
+	resp := &http.Response{StatusCode: rw.status, ProtoMajor: 1, ProtoMinor: 1, Header: rw.header, ContentLength: int64(len(rw.body))}
+	resp.Body = io.NopCloser(bytes.NewReader(rw.body))
+	resp.Write(conn)
+}
+
+type rawResponse struct {
+	header http.Header
+	status int
+	body   []byte
+}
+
+func (r *rawResponse) Header() http.Header { return r.header }
+func (r *rawResponse) WriteHeader(s int)   { r.status = s }
+func (r *rawResponse) Write(p []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	r.body = append(r.body, p...)
+	return len(p), nil
+}

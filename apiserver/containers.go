@@ -1,0 +1,263 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/containerd/errdefs"
+	"github.com/hutch-engine/hutch/engine"
+	"github.com/hutch-engine/hutch/engine/container"
+	containertypes "github.com/moby/moby/api/types/container"
+)
+
+// ContainerBackend is the container half of the engine.
+type ContainerBackend interface {
+	ContainerCreate(ctx context.Context, req engine.CreateRequest) (containertypes.CreateResponse, error)
+	ContainerStart(ctx context.Context, ref string) error
+	ContainerStop(ctx context.Context, ref string, req engine.StopRequest) error
+	ContainerRestart(ctx context.Context, ref string, req engine.StopRequest) error
+	ContainerKill(ctx context.Context, ref, signal string) error
+	ContainerWait(ctx context.Context, ref string, req engine.WaitRequest) (<-chan container.WaitResult, error)
+	ContainerLogs(ctx context.Context, ref string, req engine.LogsRequest, stdout, stderr io.Writer) error
+	ContainerInspect(ctx context.Context, ref string) (containertypes.InspectResponse, error)
+	ContainerList(ctx context.Context, req engine.ListRequest) ([]containertypes.Summary, error)
+	ContainerRemove(ctx context.Context, ref string, req engine.RemoveRequest) error
+	ContainerRename(ctx context.Context, ref, name string) error
+	ContainerPrune(ctx context.Context, filters string) (containertypes.PruneReport, error)
+	ContainerAttach(ctx context.Context, ref string, req engine.AttachRequest, stdin io.Reader, stdout, stderr io.Writer) error
+	ContainerResize(ctx context.Context, ref string, height, width uint16) error
+	ContainerTop(ctx context.Context, ref, psArgs string) (containertypes.TopResponse, error)
+}
+
+func (s *Server) containerCreate(w http.ResponseWriter, r *http.Request) error {
+	var req containertypes.CreateRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	resp, err := s.backend.ContainerCreate(r.Context(), engine.CreateRequest{
+		Name:       r.URL.Query().Get("name"),
+		Config:     req.Config,
+		HostConfig: req.HostConfig,
+	})
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusCreated, resp)
+}
+
+func (s *Server) containerStart(w http.ResponseWriter, r *http.Request) error {
+	if err := s.backend.ContainerStart(r.Context(), r.PathValue("id")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func stopRequest(r *http.Request) (engine.StopRequest, error) {
+	req := engine.StopRequest{Signal: r.URL.Query().Get("signal")}
+	if t := r.URL.Query().Get("t"); t != "" {
+		n, err := strconv.Atoi(t)
+		if err != nil {
+			return req, errdefs.ErrInvalidArgument.WithMessage("invalid value for t: " + t)
+		}
+		req.Timeout = &n
+	}
+	return req, nil
+}
+
+func (s *Server) containerStop(w http.ResponseWriter, r *http.Request) error {
+	req, err := stopRequest(r)
+	if err != nil {
+		return err
+	}
+	if err := s.backend.ContainerStop(r.Context(), r.PathValue("id"), req); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) containerRestart(w http.ResponseWriter, r *http.Request) error {
+	req, err := stopRequest(r)
+	if err != nil {
+		return err
+	}
+	if err := s.backend.ContainerRestart(r.Context(), r.PathValue("id"), req); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) containerKill(w http.ResponseWriter, r *http.Request) error {
+	if err := s.backend.ContainerKill(r.Context(), r.PathValue("id"), r.URL.Query().Get("signal")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// waitBody is the wait answer; Docker's clients accept "Error":null, and
+// the API guide shows it.
+type waitBody struct {
+	StatusCode int64
+	Error      *containertypes.WaitExitError
+}
+
+// containerWait registers the waiter before it answers anything, then sends
+// the headers at once (so that a client may start the container) and the
+// body when the condition is met.
+func (s *Server) containerWait(w http.ResponseWriter, r *http.Request) error {
+	ch, err := s.backend.ContainerWait(r.Context(), r.PathValue("id"), engine.WaitRequest{Condition: r.URL.Query().Get("condition")})
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+	res, ok := <-ch
+	if !ok {
+		return r.Context().Err()
+	}
+	body := waitBody{StatusCode: int64(res.ExitCode)}
+	if res.Error != "" {
+		body.Error = &containertypes.WaitExitError{Message: res.Error}
+	}
+	return writeJSONBody(w, body)
+}
+
+func (s *Server) containerLogs(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	ref := r.PathValue("id")
+	c, err := s.backend.ContainerInspect(r.Context(), ref)
+	if err != nil {
+		return err
+	}
+	req := engine.LogsRequest{
+		Stdout:     queryBool(r, "stdout"),
+		Stderr:     queryBool(r, "stderr"),
+		Follow:     queryBool(r, "follow"),
+		Timestamps: queryBool(r, "timestamps"),
+		Tail:       q.Get("tail"),
+		Since:      q.Get("since"),
+		Until:      q.Get("until"),
+	}
+	if !req.Stdout && !req.Stderr {
+		return errdefs.ErrInvalidArgument.WithMessage("Bad parameters: you must choose at least one stream")
+	}
+	tty := c.Config != nil && c.Config.Tty
+	ct := "application/vnd.docker.multiplexed-stream"
+	if tty {
+		ct = "application/vnd.docker.raw-stream"
+	}
+	w.Header().Set("Content-Type", ct)
+	w.WriteHeader(http.StatusOK)
+	fw := &flushWriter{w: w}
+	fw.flush()
+	stdout, stderr := streams(fw, tty)
+	return s.backend.ContainerLogs(r.Context(), ref, req, stdout, stderr)
+}
+
+// streams frames stdout and stderr with stdcopy's 8-byte header, or sends
+// them raw for a tty (where there is only one stream).
+func streams(w io.Writer, tty bool) (stdout, stderr io.Writer) {
+	if tty {
+		return w, w
+	}
+	return newFrameWriters(w)
+}
+
+// flushWriter flushes after every write: logs -f and attach are read live.
+type flushWriter struct {
+	w io.Writer
+}
+
+func (f *flushWriter) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	f.flush()
+	return n, err
+}
+
+func (f *flushWriter) flush() {
+	if fl, ok := f.w.(http.Flusher); ok {
+		fl.Flush()
+	}
+}
+
+func (s *Server) containerInspect(w http.ResponseWriter, r *http.Request) error {
+	c, err := s.backend.ContainerInspect(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, c)
+}
+
+func (s *Server) containerList(w http.ResponseWriter, r *http.Request) error {
+	req := engine.ListRequest{All: queryBool(r, "all"), Filters: r.URL.Query().Get("filters")}
+	if l := r.URL.Query().Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil {
+			return errdefs.ErrInvalidArgument.WithMessage("invalid value for limit: " + l)
+		}
+		req.Limit = n
+	}
+	list, err := s.backend.ContainerList(r.Context(), req)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, list)
+}
+
+func (s *Server) containerRemove(w http.ResponseWriter, r *http.Request) error {
+	req := engine.RemoveRequest{Force: queryBool(r, "force"), Volumes: queryBool(r, "v")}
+	if queryBool(r, "link") {
+		return errdefs.ErrNotImplemented.WithMessage("links are not supported")
+	}
+	if err := s.backend.ContainerRemove(r.Context(), r.PathValue("id"), req); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) containerRename(w http.ResponseWriter, r *http.Request) error {
+	if err := s.backend.ContainerRename(r.Context(), r.PathValue("id"), r.URL.Query().Get("name")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) containerPrune(w http.ResponseWriter, r *http.Request) error {
+	rep, err := s.backend.ContainerPrune(r.Context(), r.URL.Query().Get("filters"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, rep)
+}
+
+func (s *Server) containerResize(w http.ResponseWriter, r *http.Request) error {
+	h, err1 := strconv.ParseUint(r.URL.Query().Get("h"), 10, 16)
+	wd, err2 := strconv.ParseUint(r.URL.Query().Get("w"), 10, 16)
+	if err := errors.Join(err1, err2); err != nil {
+		return errdefs.ErrInvalidArgument.WithMessage("invalid terminal size: " + err.Error())
+	}
+	if err := s.backend.ContainerResize(r.Context(), r.PathValue("id"), uint16(h), uint16(wd)); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+func (s *Server) containerTop(w http.ResponseWriter, r *http.Request) error {
+	top, err := s.backend.ContainerTop(r.Context(), r.PathValue("id"), r.URL.Query().Get("ps_args"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, top)
+}

@@ -1,0 +1,62 @@
+package apiserver
+
+import (
+	"context"
+	"io"
+
+	"github.com/containerd/errdefs"
+	"github.com/hutch-engine/hutch/engine"
+	"github.com/hutch-engine/hutch/engine/container"
+	containertypes "github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/jsonstream"
+)
+
+// noContainers is a ContainerBackend that has no containers: every call is
+// ErrNotImplemented. Fakes embed it and override what a test needs.
+type noContainers struct{}
+
+var errNoContainers = errdefs.ErrNotImplemented.WithMessage("fake: no containers")
+
+func (noContainers) ContainerCreate(context.Context, engine.CreateRequest) (containertypes.CreateResponse, error) {
+	return containertypes.CreateResponse{}, errNoContainers
+}
+func (noContainers) ContainerStart(context.Context, string) error { return errNoContainers }
+func (noContainers) ContainerStop(context.Context, string, engine.StopRequest) error {
+	return errNoContainers
+}
+func (noContainers) ContainerRestart(context.Context, string, engine.StopRequest) error {
+	return errNoContainers
+}
+func (noContainers) ContainerKill(context.Context, string, string) error { return errNoContainers }
+func (noContainers) ContainerWait(context.Context, string, engine.WaitRequest) (<-chan container.WaitResult, error) {
+	return nil, errNoContainers
+}
+func (noContainers) ContainerLogs(context.Context, string, engine.LogsRequest, io.Writer, io.Writer) error {
+	return errNoContainers
+}
+func (noContainers) ContainerInspect(context.Context, string) (containertypes.InspectResponse, error) {
+	return containertypes.InspectResponse{}, errNoContainers
+}
+func (noContainers) ContainerList(context.Context, engine.ListRequest) ([]containertypes.Summary, error) {
+	return nil, errNoContainers
+}
+func (noContainers) ContainerRemove(context.Context, string, engine.RemoveRequest) error {
+	return errNoContainers
+}
+func (noContainers) ContainerRename(context.Context, string, string) error { return errNoContainers }
+func (noContainers) ContainerPrune(context.Context, string) (containertypes.PruneReport, error) {
+	return containertypes.PruneReport{}, errNoContainers
+}
+func (noContainers) ContainerAttach(context.Context, string, engine.AttachRequest, io.Reader, io.Writer, io.Writer) error {
+	return errNoContainers
+}
+func (noContainers) ContainerResize(context.Context, string, uint16, uint16) error {
+	return errNoContainers
+}
+func (noContainers) ContainerTop(context.Context, string, string) (containertypes.TopResponse, error) {
+	return containertypes.TopResponse{}, errNoContainers
+}
+
+func (noContainers) ImagePull(context.Context, engine.PullRequest, func(jsonstream.Message)) error {
+	return errNoContainers
+}

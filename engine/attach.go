@@ -1,0 +1,233 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/containerd/errdefs"
+	"github.com/hutch-engine/hutch/engine/container"
+	"github.com/hutch-engine/hutch/engine/shim"
+)
+
+// AttachRequest is POST /containers/{id}/attach.
+type AttachRequest struct {
+	Stream, Logs, Stdin, Stdout, Stderr bool
+	// Attached, if set, is called once the attach is registered: from
+	// then on the container's output reaches the streams.
+	Attached func()
+}
+
+// ContainerAttach joins the caller's streams to a container: past output
+// first when Logs, then live output when Stream until the container ends
+// or ctx does. A container that is not running yet is attached the moment
+// it starts, so that nothing it prints is lost (docker run attaches
+// before it starts the container).
+func (e *Engine) ContainerAttach(ctx context.Context, ref string, req AttachRequest, stdin io.Reader, stdout, stderr io.Writer) error {
+	c, err := e.containers.Get(ctx, ref)
+	if err != nil {
+		return err
+	}
+	if err := c.State.CheckAttach(ref); err != nil {
+		return err
+	}
+	opts := shim.AttachOptions{}
+	if req.Stdout {
+		opts.Stdout = stdout
+	}
+	if req.Stderr {
+		opts.Stderr = stderr
+	}
+	if req.Stdin && c.Config.OpenStdin {
+		opts.Stdin = stdin
+	}
+	attached := func() {
+		if req.Attached != nil {
+			req.Attached()
+		}
+	}
+	if req.Logs {
+		attached()
+		if err := e.copyLogs(ctx, c, LogsRequest{Stdout: req.Stdout, Stderr: req.Stderr, Tail: "all"}, opts.Stdout, opts.Stderr); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
+			return err
+		}
+	}
+	if !req.Stream {
+		attached()
+		return nil
+	}
+	a, err := e.attachLive(ctx, c.ID, opts, attached)
+	if err != nil || a == nil {
+		return err
+	}
+	select {
+	case <-a.Done():
+		return a.Wait()
+	case <-ctx.Done():
+		a.Close()
+		return nil
+	}
+}
+
+// attachLive attaches to the running shim, or registers to be attached
+// when the container starts.
+func (e *Engine) attachLive(ctx context.Context, id string, opts shim.AttachOptions, attached func()) (*shim.Attachment, error) {
+	e.runs.mu.Lock()
+	if client := e.runs.shims[id]; client != nil {
+		e.runs.mu.Unlock()
+		a, err := client.Attach(ctx, opts)
+		if err == nil {
+			attached()
+		}
+		return a, err
+	}
+	p := &pendingAttach{opts: opts, done: make(chan attachResult, 1)}
+	e.runs.pending[id] = append(e.runs.pending[id], p)
+	e.runs.mu.Unlock()
+	attached()
+	select {
+	case r := <-p.done:
+		return r.a, r.err
+	case <-ctx.Done():
+		e.runs.mu.Lock()
+		list := e.runs.pending[id]
+		for i, q := range list {
+			if q == p {
+				e.runs.pending[id] = append(list[:i:i], list[i+1:]...)
+				break
+			}
+		}
+		e.runs.mu.Unlock()
+		// A start may have handed us an attachment meanwhile.
+		select {
+		case r := <-p.done:
+			if r.a != nil {
+				r.a.Close()
+			}
+		default:
+		}
+		return nil, nil
+	}
+}
+
+// LogsRequest is GET /containers/{id}/logs.
+type LogsRequest struct {
+	Stdout, Stderr, Follow, Timestamps bool
+	// Tail is "all" or a number of lines.
+	Tail string
+	// Since and Until are Docker's timestamps: unix seconds (with an
+	// optional fraction), RFC 3339, or a duration before now ("10m").
+	Since, Until string
+}
+
+// ContainerLogs writes the container's log to stdout and stderr; with
+// Follow it goes on until the container stops or ctx ends.
+func (e *Engine) ContainerLogs(ctx context.Context, ref string, req LogsRequest, stdout, stderr io.Writer) error {
+	c, err := e.containers.Get(ctx, ref)
+	if err != nil {
+		return err
+	}
+	if !req.Stdout && !req.Stderr {
+		return errdefs.ErrInvalidArgument.WithMessage("you must choose at least one stream")
+	}
+	if !req.Stdout {
+		stdout = nil
+	}
+	if !req.Stderr {
+		stderr = nil
+	}
+	err = e.copyLogs(ctx, c, req, stdout, stderr)
+	if errors.Is(err, errdefs.ErrNotFound) {
+		return nil // never started: no log yet
+	}
+	return err
+}
+
+func (e *Engine) copyLogs(ctx context.Context, c *container.Container, req LogsRequest, stdout, stderr io.Writer) error {
+	opts := shim.LogReadOptions{Tail: -1}
+	if req.Tail != "" && req.Tail != "all" {
+		n, err := strconv.Atoi(req.Tail)
+		if err != nil {
+			return errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid value for \"tail\": %q", req.Tail))
+		}
+		opts.Tail = n
+	}
+	now := time.Now()
+	var err error
+	if opts.Since, err = parseTime(req.Since, now, "since"); err != nil {
+		return err
+	}
+	if opts.Until, err = parseTime(req.Until, now, "until"); err != nil {
+		return err
+	}
+	if req.Follow && c.State.Running() {
+		done, err := e.containers.Wait(ctx, c.ID, container.WaitNotRunning)
+		if err != nil {
+			return err
+		}
+		stop := make(chan struct{})
+		go func() {
+			<-done
+			close(stop)
+		}()
+		opts.Follow, opts.Done = true, stop
+	}
+	return shim.ReadLog(ctx, c.LogPath, opts, func(le shim.LogEntry) error {
+		w := stdout
+		if le.Stream == "stderr" {
+			w = stderr
+		}
+		if w == nil {
+			return nil
+		}
+		line := le.Line
+		if req.Timestamps {
+			line = append([]byte(le.Time.UTC().Format(time.RFC3339Nano)+" "), line...)
+		}
+		_, err := w.Write(line)
+		return err
+	})
+}
+
+// parseTime reads Docker's since/until values; "" and "0" mean unset.
+func parseTime(v string, now time.Time, name string) (time.Time, error) {
+	if v == "" || v == "0" {
+		return time.Time{}, nil
+	}
+	if d, err := time.ParseDuration(v); err == nil {
+		return now.Add(-d), nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return t, nil
+	}
+	sec, frac, _ := strings.Cut(v, ".")
+	s, err := strconv.ParseInt(sec, 10, 64)
+	if err == nil && frac != "" {
+		var f float64
+		if f, err = strconv.ParseFloat("0."+frac, 64); err == nil {
+			return time.Unix(s, int64(math.Round(f*1e9))), nil
+		}
+	}
+	if err == nil {
+		return time.Unix(s, 0), nil
+	}
+	return time.Time{}, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid value for %q: %q", name, v))
+}
+
+// ContainerResize sets the tty size of a running container.
+func (e *Engine) ContainerResize(ctx context.Context, ref string, height, width uint16) error {
+	c, err := e.containers.Get(ctx, ref)
+	if err != nil {
+		return err
+	}
+	client := e.runs.client(c.ID)
+	if client == nil {
+		return errdefs.ErrConflict.WithMessage(fmt.Sprintf("Container %s is not running", c.ID))
+	}
+	return client.Resize(ctx, height, width)
+}

@@ -1,0 +1,301 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/containerd/errdefs"
+	"github.com/hutch-engine/hutch/engine/container"
+	"github.com/hutch-engine/hutch/engine/shim"
+	"github.com/hutch-engine/hutch/engine/spec"
+	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
+	containertypes "github.com/moby/moby/api/types/container"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// CreateRequest is POST /containers/create.
+type CreateRequest struct {
+	Name       string
+	Config     *containertypes.Config
+	HostConfig *containertypes.HostConfig
+}
+
+// ContainerCreate records a new container with its writable layer. It
+// changes nothing when it fails: no record, no layer.
+func (e *Engine) ContainerCreate(ctx context.Context, req CreateRequest) (containertypes.CreateResponse, error) {
+	if req.Config == nil {
+		return containertypes.CreateResponse{}, errdefs.ErrInvalidArgument.WithMessage("config cannot be empty in order to create a container")
+	}
+	if req.Config.Image == "" {
+		return containertypes.CreateResponse{}, errdefs.ErrInvalidArgument.WithMessage("no image specified")
+	}
+	hc := req.HostConfig
+	if hc == nil {
+		hc = &containertypes.HostConfig{}
+	}
+	if err := validateHostConfig(hc); err != nil {
+		return containertypes.CreateResponse{}, err
+	}
+	if e.images == nil {
+		return containertypes.CreateResponse{}, errdefs.ErrUnavailable.WithMessage("no image store")
+	}
+	imageID, img, err := e.images.ContainerImage(ctx, req.Config.Image)
+	if err != nil {
+		return containertypes.CreateResponse{}, err
+	}
+	var imgCfg *dockerspec.DockerOCIImageConfig
+	if img != nil {
+		imgCfg = &img.Config
+	}
+	cfg, err := spec.MergeConfig(req.Config, imgCfg)
+	if err != nil {
+		return containertypes.CreateResponse{}, err
+	}
+	id := container.NewID()
+	if cfg.Hostname == "" && hc.NetworkMode != "host" {
+		cfg.Hostname = id[:12]
+	}
+	c := &container.Container{
+		ID:         id,
+		Name:       req.Name,
+		Created:    time.Now().UTC(),
+		Config:     cfg,
+		HostConfig: hc,
+		ImageID:    imageID,
+		Image:      req.Config.Image,
+		Driver:     e.images.Driver(),
+	}
+	args := append(slices.Clone([]string(cfg.Entrypoint)), cfg.Cmd...)
+	c.Path, c.Args = args[0], args[1:]
+
+	rootfsID, err := e.images.CreateRootfs(ctx, id, imageID)
+	if err != nil {
+		return containertypes.CreateResponse{}, err
+	}
+	dir := e.containers.Dir(id)
+	c.LogPath = filepath.Join(dir, id+"-json.log")
+	c.Runtime = container.Runtime{
+		RootfsID:  rootfsID,
+		BundleDir: filepath.Join(e.opts.StateDir, "containers", id),
+		// Unix socket paths are limited to 108 bytes: keep this one short.
+		ShimSocket: filepath.Join(e.opts.StateDir, "s", id[:24]+".sock"),
+		ExitFile:   filepath.Join(dir, "exit.json"),
+	}
+	if err := e.containers.Create(ctx, c); err != nil {
+		e.removeRootfs(rootfsID)
+		return containertypes.CreateResponse{}, err
+	}
+	return containertypes.CreateResponse{ID: id, Warnings: e.createWarnings(hc)}, nil
+}
+
+// createWarnings tells, at create time, which limits this host cannot
+// enforce (cgroup v1 rootless): the shim strips them at start.
+func (e *Engine) createWarnings(hc *containertypes.HostConfig) []string {
+	r := hc.Resources
+	spec := &specs.Spec{Linux: &specs.Linux{Resources: &specs.LinuxResources{}}}
+	lr := spec.Linux.Resources
+	if r.Memory > 0 || r.MemoryReservation > 0 || r.MemorySwap > 0 {
+		lr.Memory = &specs.LinuxMemory{}
+		if r.Memory > 0 {
+			lr.Memory.Limit = &r.Memory
+		}
+		if r.MemoryReservation > 0 {
+			lr.Memory.Reservation = &r.MemoryReservation
+		}
+		if r.MemorySwap > 0 {
+			lr.Memory.Swap = &r.MemorySwap
+		}
+	}
+	if r.NanoCPUs > 0 || r.CPUQuota > 0 || r.CPUShares > 0 || r.CpusetCpus != "" {
+		lr.CPU = &specs.LinuxCPU{Cpus: r.CpusetCpus}
+		if r.CPUShares > 0 {
+			s := uint64(r.CPUShares)
+			lr.CPU.Shares = &s
+		}
+		if r.NanoCPUs > 0 || r.CPUQuota > 0 {
+			q := r.CPUQuota
+			if r.NanoCPUs > 0 {
+				q = r.NanoCPUs / 10000 // per 100ms period
+			}
+			lr.CPU.Quota = &q
+		}
+	}
+	if r.PidsLimit != nil && *r.PidsLimit > 0 {
+		lr.Pids = &specs.LinuxPids{Limit: r.PidsLimit}
+	}
+	w := shim.AdjustSpec(spec, e.host)
+	if len(w) == 0 {
+		return nil
+	}
+	return w
+}
+
+func validateHostConfig(hc *containertypes.HostConfig) error {
+	switch mode := string(hc.NetworkMode); mode {
+	case "", "default", "bridge", "host", "none":
+	default:
+		return errdefs.ErrNotImplemented.WithMessage(fmt.Sprintf("network mode %q is not supported yet", mode))
+	}
+	rp := hc.RestartPolicy
+	switch rp.Name {
+	case "", "no":
+	case "always", "unless-stopped", "on-failure":
+		if hc.AutoRemove {
+			return errdefs.ErrInvalidArgument.WithMessage("can't create 'AutoRemove' container with restart policy")
+		}
+	default:
+		return errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid restart policy '%s'", rp.Name))
+	}
+	if rp.MaximumRetryCount < 0 {
+		return errdefs.ErrInvalidArgument.WithMessage("maximum retry count cannot be negative")
+	}
+	if rp.MaximumRetryCount > 0 && rp.Name != "on-failure" {
+		return errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid restart policy: maximum retry count can only be used with 'on-failure'"))
+	}
+	return nil
+}
+
+// ContainerInspect answers GET /containers/{id}/json.
+func (e *Engine) ContainerInspect(ctx context.Context, ref string) (containertypes.InspectResponse, error) {
+	c, err := e.containers.Get(ctx, ref)
+	if err != nil {
+		return containertypes.InspectResponse{}, err
+	}
+	return c.Inspect(), nil
+}
+
+// ListRequest is GET /containers/json.
+type ListRequest struct {
+	All     bool
+	Limit   int
+	Filters string // the raw filters JSON
+}
+
+// ContainerList answers GET /containers/json.
+func (e *Engine) ContainerList(ctx context.Context, req ListRequest) ([]containertypes.Summary, error) {
+	f, err := container.ParseFilters(req.Filters)
+	if err != nil {
+		return nil, err
+	}
+	opts := container.ListOptions{All: req.All, Limit: req.Limit, Filters: f}
+	if anc := f.Values("ancestor"); len(anc) > 0 {
+		opts.Ancestors = map[string]bool{}
+		for _, ref := range anc {
+			if id, _, err := e.images.ContainerImage(ctx, ref); err == nil {
+				opts.Ancestors[id] = true
+			}
+		}
+	}
+	list, err := e.containers.List(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	out := make([]containertypes.Summary, 0, len(list))
+	for _, c := range list {
+		out = append(out, c.SummaryAt(now))
+	}
+	return out, nil
+}
+
+// ContainerRename answers POST /containers/{id}/rename.
+func (e *Engine) ContainerRename(ctx context.Context, ref, name string) error {
+	c, err := e.containers.Get(ctx, ref)
+	if err != nil {
+		return err
+	}
+	return e.containers.Rename(ctx, c.ID, name)
+}
+
+// RemoveRequest is DELETE /containers/{id}.
+type RemoveRequest struct {
+	Force, Volumes bool
+}
+
+// ContainerRemove deletes a container with its rootfs and logs; a running
+// one only with Force (it is killed first).
+func (e *Engine) ContainerRemove(ctx context.Context, ref string, req RemoveRequest) error {
+	c, err := e.containers.Get(ctx, ref)
+	if err != nil {
+		return err
+	}
+	if err := e.containers.Update(ctx, c.ID, func(c *container.Container) error {
+		return c.State.SetRemoving(ref, req.Force)
+	}); err != nil {
+		return err
+	}
+	if c.State.Running() {
+		if err := e.killAndWait(ctx, c.ID, 0); err != nil {
+			e.containers.Update(context.WithoutCancel(ctx), c.ID, func(c *container.Container) error {
+				c.State.CancelRemoving()
+				return nil
+			})
+			return err
+		}
+	}
+	return e.finishRemove(ctx, c.ID)
+}
+
+// finishRemove deletes what a container is made of, then its record.
+func (e *Engine) finishRemove(ctx context.Context, id string) error {
+	c, err := e.containers.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	if err := e.removeArtifacts(ctx, c); err != nil {
+		e.containers.Update(context.WithoutCancel(ctx), id, func(c *container.Container) error {
+			return c.State.SetDead("removal failed: " + err.Error())
+		})
+		return err
+	}
+	return e.containers.Delete(ctx, id)
+}
+
+func (e *Engine) removeArtifacts(ctx context.Context, c *container.Container) error {
+	if c.Runtime.BundleDir != "" {
+		if err := os.RemoveAll(c.Runtime.BundleDir); err != nil {
+			return err
+		}
+	}
+	if c.Runtime.RootfsID != "" {
+		if err := e.images.RemoveRootfs(ctx, c.Runtime.RootfsID); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
+			return fmt.Errorf("removing the rootfs of %s: %w", c.ID, err)
+		}
+	}
+	return nil
+}
+
+func (e *Engine) removeRootfs(id string) {
+	if err := e.images.RemoveRootfs(context.Background(), id); err != nil {
+		e.log.Warn("removing rootfs", "rootfs", id, "err", err)
+	}
+}
+
+// ContainerPrune removes every stopped container.
+func (e *Engine) ContainerPrune(ctx context.Context, filters string) (containertypes.PruneReport, error) {
+	f, err := container.ParseFilters(filters)
+	if err != nil {
+		return containertypes.PruneReport{}, err
+	}
+	list, err := e.containers.List(ctx, container.ListOptions{All: true, Filters: f})
+	if err != nil {
+		return containertypes.PruneReport{}, err
+	}
+	var rep containertypes.PruneReport
+	for _, c := range list {
+		if c.State.Running() {
+			continue
+		}
+		if err := e.ContainerRemove(ctx, c.ID, RemoveRequest{}); err != nil {
+			e.log.Warn("prune", "container", c.ID, "err", err)
+			continue
+		}
+		rep.ContainersDeleted = append(rep.ContainersDeleted, c.ID)
+	}
+	return rep, nil
+}

@@ -1,0 +1,392 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/containerd/errdefs"
+	"github.com/hutch-engine/hutch/engine/container"
+	"github.com/hutch-engine/hutch/engine/shim"
+	"github.com/hutch-engine/hutch/engine/spec"
+	"golang.org/x/sys/unix"
+)
+
+// runs tracks the shims of running containers and the attach requests
+// that arrived before their container started (docker run attaches first).
+type runs struct {
+	mu       sync.Mutex
+	shims    map[string]*shim.Client
+	pending  map[string][]*pendingAttach
+	starting map[string]bool
+}
+
+type pendingAttach struct {
+	opts shim.AttachOptions
+	// done receives the attachment once the container started, or the
+	// start error.
+	done chan attachResult
+}
+
+type attachResult struct {
+	a   *shim.Attachment
+	err error
+}
+
+func newRuns() *runs {
+	return &runs{shims: map[string]*shim.Client{}, pending: map[string][]*pendingAttach{}, starting: map[string]bool{}}
+}
+
+func (r *runs) client(id string) *shim.Client {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.shims[id]
+}
+
+// ContainerStart starts a created or stopped container. A running one is
+// errdefs.ErrNotModified (304).
+func (e *Engine) ContainerStart(ctx context.Context, ref string) error {
+	c, err := e.containers.Get(ctx, ref)
+	if err != nil {
+		return err
+	}
+	if err := c.State.CheckStart(); err != nil {
+		return err
+	}
+	e.runs.mu.Lock()
+	if e.runs.starting[c.ID] {
+		e.runs.mu.Unlock()
+		return errdefs.ErrConflict.WithMessage(fmt.Sprintf("container %s is already being started", c.ID[:12]))
+	}
+	e.runs.starting[c.ID] = true
+	e.runs.mu.Unlock()
+	defer func() {
+		e.runs.mu.Lock()
+		delete(e.runs.starting, c.ID)
+		e.runs.mu.Unlock()
+	}()
+
+	client, err := e.startShim(ctx, c)
+	if err != nil {
+		e.failPending(c.ID, err)
+		var se *shim.StartError
+		if errors.As(err, &se) {
+			bg := context.WithoutCancel(ctx)
+			e.containers.Update(bg, c.ID, func(c *container.Container) error {
+				return c.State.SetStartFailed(se.ExitCode, se.Error())
+			})
+			// As Docker: a --rm container that cannot start is removed
+			// (docker run --rm waits for that).
+			if c.HostConfig != nil && c.HostConfig.AutoRemove {
+				if e.containers.Update(bg, c.ID, func(c *container.Container) error { return c.State.SetRemoving(c.ID, true) }) == nil {
+					e.finishRemove(bg, c.ID)
+				}
+			}
+		}
+		return err
+	}
+	e.runs.mu.Lock()
+	e.runs.shims[c.ID] = client
+	pending := e.runs.pending[c.ID]
+	delete(e.runs.pending, c.ID)
+	e.runs.mu.Unlock()
+	for _, p := range pending {
+		a, err := client.Attach(context.WithoutCancel(ctx), p.opts)
+		p.done <- attachResult{a: a, err: err}
+	}
+	if err := client.Start(ctx); err != nil {
+		client.Kill(context.WithoutCancel(ctx), syscall.SIGKILL)
+		return err
+	}
+	if err := e.containers.Update(ctx, c.ID, func(c *container.Container) error {
+		return c.State.SetRunning(client.Pid(), time.Now().UTC())
+	}); err != nil {
+		client.Kill(context.WithoutCancel(ctx), syscall.SIGKILL)
+		return err
+	}
+	go e.monitor(c.ID, client)
+	return nil
+}
+
+// startShim mounts the rootfs, writes the bundle and spawns the shim with
+// the container created but not started.
+func (e *Engine) startShim(ctx context.Context, c *container.Container) (*shim.Client, error) {
+	rootfs, err := e.images.MountRootfs(ctx, c.Runtime.RootfsID)
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			e.images.UnmountRootfs(context.WithoutCancel(ctx), c.Runtime.RootfsID)
+		}
+	}()
+	etc, err := e.writeEtcFiles(c)
+	if err != nil {
+		return nil, err
+	}
+	in := spec.Input{
+		ID:         c.ID,
+		Rootfs:     rootfs,
+		Config:     c.Config,
+		HostConfig: c.HostConfig,
+		Hostname:   c.Config.Hostname,
+		EtcFiles:   etc,
+		Rootless:   e.opts.Rootless,
+		SingleUID:  e.opts.IDMap == "single",
+	}
+	switch c.HostConfig.NetworkMode {
+	case "host", "none":
+	default:
+		in.NetNSPath = e.opts.NetNS
+	}
+	sp, _, err := spec.Build(in)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(c.Runtime.BundleDir, 0o700); err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(sp)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeFileAtomic(filepath.Join(c.Runtime.BundleDir, shim.SpecFile), b, 0o600); err != nil {
+		return nil, err
+	}
+	os.Remove(c.Runtime.ExitFile)
+	client, err := shim.Create(ctx, shim.StartOptions{
+		ID:         c.ID,
+		BundleDir:  c.Runtime.BundleDir,
+		StateDir:   filepath.Join(e.opts.StateDir, "runc"),
+		SocketPath: c.Runtime.ShimSocket,
+		LogPath:    c.LogPath,
+		ExitFile:   c.Runtime.ExitFile,
+		Tty:        c.Config.Tty,
+		OpenStdin:  c.Config.OpenStdin,
+		StdinOnce:  c.Config.StdinOnce,
+		ShimBinary: e.opts.ShimBinary,
+		Debug:      e.opts.Debug,
+	})
+	if err != nil {
+		return nil, err
+	}
+	ok = true
+	return client, nil
+}
+
+// monitor waits for a container's end, records it, and cleans up: the
+// rootfs is unmounted and an AutoRemove container removed.
+func (e *Engine) monitor(id string, client *shim.Client) {
+	ctx := context.Background()
+	st, err := client.Wait(ctx)
+	exit := container.ExitInfo{Code: st.ExitCode, FinishedAt: st.FinishedAt, OOMKilled: st.OOMKilled, Error: st.Error}
+	if err != nil {
+		exit = container.ExitInfo{Code: container.LostExitCode, Error: "waiting for the container: " + err.Error()}
+	}
+	e.runs.mu.Lock()
+	delete(e.runs.shims, id)
+	e.runs.mu.Unlock()
+	var c *container.Container
+	if err := e.containers.Update(ctx, id, func(r *container.Container) error {
+		c = r.Clone()
+		return r.State.SetExited(exit)
+	}); err != nil {
+		e.log.Error("recording exit", "container", id, "err", err)
+		return
+	}
+	e.cleanupRun(ctx, c)
+	if c.HostConfig != nil && c.HostConfig.AutoRemove {
+		if err := e.containers.Update(ctx, id, func(r *container.Container) error {
+			return r.State.SetRemoving(id, true)
+		}); err == nil {
+			if err := e.finishRemove(ctx, id); err != nil {
+				e.log.Error("auto-remove", "container", id, "err", err)
+			}
+		}
+	}
+}
+
+// cleanupRun undoes what a start set up once the container has ended.
+func (e *Engine) cleanupRun(ctx context.Context, c *container.Container) {
+	if err := e.images.UnmountRootfs(ctx, c.Runtime.RootfsID); err != nil {
+		e.log.Warn("unmounting rootfs", "container", c.ID, "err", err)
+	}
+	os.Remove(c.Runtime.ShimSocket)
+}
+
+func (e *Engine) failPending(id string, err error) {
+	e.runs.mu.Lock()
+	pending := e.runs.pending[id]
+	delete(e.runs.pending, id)
+	e.runs.mu.Unlock()
+	for _, p := range pending {
+		p.done <- attachResult{err: err}
+	}
+}
+
+// StopRequest is POST /containers/{id}/stop and /restart.
+type StopRequest struct {
+	// Timeout in seconds before SIGKILL; nil: the container's StopTimeout,
+	// else 10. A negative value waits forever.
+	Timeout *int
+	Signal  string
+}
+
+// ContainerStop sends the stop signal, then SIGKILL after the timeout. A
+// stopped container is errdefs.ErrNotModified (304).
+func (e *Engine) ContainerStop(ctx context.Context, ref string, req StopRequest) error {
+	c, err := e.containers.Get(ctx, ref)
+	if err != nil {
+		return err
+	}
+	if err := c.State.CheckStop(); err != nil {
+		return err
+	}
+	return e.stop(ctx, c, req)
+}
+
+func (e *Engine) stop(ctx context.Context, c *container.Container, req StopRequest) error {
+	sigName := req.Signal
+	if sigName == "" {
+		sigName = c.Config.StopSignal
+	}
+	sig := syscall.SIGTERM
+	if sigName != "" {
+		s, err := ParseSignal(sigName)
+		if err != nil {
+			return err
+		}
+		sig = s
+	}
+	timeout := 10
+	if c.Config.StopTimeout != nil {
+		timeout = *c.Config.StopTimeout
+	}
+	if req.Timeout != nil {
+		timeout = *req.Timeout
+	}
+	done, err := e.containers.Wait(ctx, c.ID, container.WaitNotRunning)
+	if err != nil {
+		return err
+	}
+	client := e.runs.client(c.ID)
+	if client == nil {
+		return nil // it ended meanwhile
+	}
+	if err := client.Kill(ctx, sig); err != nil && !errors.Is(err, errdefs.ErrNotModified) {
+		return err
+	}
+	var expire <-chan time.Time
+	if timeout >= 0 {
+		expire = time.After(time.Duration(timeout) * time.Second)
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-expire:
+	}
+	return e.killAndWait(ctx, c.ID, 0)
+}
+
+// killAndWait sends SIGKILL and waits until the exit is recorded.
+func (e *Engine) killAndWait(ctx context.Context, id string, _ int) error {
+	done, err := e.containers.Wait(ctx, id, container.WaitNotRunning)
+	if err != nil {
+		return err
+	}
+	if client := e.runs.client(id); client != nil {
+		if err := client.Kill(ctx, syscall.SIGKILL); err != nil && !errors.Is(err, errdefs.ErrNotModified) {
+			return err
+		}
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// ContainerKill sends a signal (default SIGKILL) to a running container.
+func (e *Engine) ContainerKill(ctx context.Context, ref, signal string) error {
+	c, err := e.containers.Get(ctx, ref)
+	if err != nil {
+		return err
+	}
+	if err := c.State.CheckKill(c.ID); err != nil {
+		return err
+	}
+	sig := syscall.SIGKILL
+	if signal != "" {
+		if sig, err = ParseSignal(signal); err != nil {
+			return err
+		}
+	}
+	client := e.runs.client(c.ID)
+	if client == nil {
+		return errdefs.ErrConflict.WithMessage(fmt.Sprintf("container %s is not running", c.ID))
+	}
+	return client.Kill(ctx, sig)
+}
+
+// ContainerRestart stops (if running) and starts a container.
+func (e *Engine) ContainerRestart(ctx context.Context, ref string, req StopRequest) error {
+	c, err := e.containers.Get(ctx, ref)
+	if err != nil {
+		return err
+	}
+	if err := c.State.CheckRestart(); err != nil {
+		return err
+	}
+	if c.State.Running() {
+		if err := e.stop(ctx, c, req); err != nil {
+			return err
+		}
+	}
+	return e.ContainerStart(ctx, c.ID)
+}
+
+// WaitRequest is POST /containers/{id}/wait.
+type WaitRequest struct {
+	Condition string
+}
+
+// ContainerWait registers a waiter and returns the channel its result
+// arrives on; registration is complete when it returns, so a start that
+// follows cannot be missed.
+func (e *Engine) ContainerWait(ctx context.Context, ref string, req WaitRequest) (<-chan container.WaitResult, error) {
+	c, err := e.containers.Get(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	return e.containers.Wait(ctx, c.ID, container.WaitCondition(req.Condition))
+}
+
+// ParseSignal reads "SIGTERM", "TERM", "term" or "15".
+func ParseSignal(s string) (syscall.Signal, error) {
+	if n, err := strconv.Atoi(s); err == nil {
+		if n <= 0 || n > 64 {
+			return 0, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid signal: %s", s))
+		}
+		return syscall.Signal(n), nil
+	}
+	name := strings.ToUpper(s)
+	if !strings.HasPrefix(name, "SIG") {
+		name = "SIG" + name
+	}
+	if sig := unix.SignalNum(name); sig != 0 {
+		return sig, nil
+	}
+	return 0, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid signal: %s", s))
+}

@@ -1,0 +1,38 @@
+// Package spec builds the OCI runtime spec (config.json) of a container from
+// its image config, Docker's create request (Config and HostConfig) and what
+// the engine knows about the host, following dockerd's rules
+// (daemon/oci_linux.go, daemon/create.go) so that containers behave as they
+// do under Docker.
+//
+// It owns the Docker-to-OCI translation only: the command line (entrypoint
+// and cmd merged with the image's), environment, working directory, user and
+// groups resolved through the image's /etc/passwd and /etc/group (opened
+// inside the rootfs, never following a symlink out of it), capabilities,
+// namespaces, Docker's default mounts and masked paths, binds and tmpfs
+// mounts, rlimits and cgroup resources.
+//
+// It does not fit the spec to the host: the shim's AdjustSpec (package
+// engine/shim) strips cgroup limits where they cannot be enforced (and words
+// the warnings), bind-mounts /sys and /proc where the kernel refuses to mount
+// them, and drops uid=/gid= mount options the user namespace cannot map. The
+// engine calls both: Build, then shim.AdjustSpec, and shows the warnings of
+// both in the create response.
+//
+// Limits, stated so they are not mistaken for Docker's behaviour:
+//   - no seccomp profile: Docker applies its default profile even in rootless
+//     mode; a default profile is later work. seccomp=unconfined is accepted,
+//     any other profile gives a warning.
+//   - no AppArmor or SELinux labels (accepted and ignored, as Docker does on
+//     hosts without them).
+//   - privileged containers get every capability, no masked or read-only
+//     paths and a writable /sys and cgroupfs, but not the host's device nodes.
+//   - named and anonymous volumes, --device, --gpus and --volumes-from are
+//     refused with errdefs.ErrNotImplemented; the image's VOLUME entries
+//     (Config.Volumes) are not mounted: their data stays in the container's
+//     writable layer.
+//   - a read-only bind is read-only on its top mount only ("ro"), unless the
+//     mount asks for ReadOnlyForceRecursive ("rro"); Docker picks "rro" by
+//     default on kernels that have mount_setattr.
+//   - a missing bind source is an error for -v too (Docker creates a
+//     directory for -v).
+package spec

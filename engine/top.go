@@ -1,0 +1,135 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/containerd/errdefs"
+	containertypes "github.com/moby/moby/api/types/container"
+	"golang.org/x/sys/unix"
+)
+
+// ContainerTop lists the processes of a running container, as `ps -ef`
+// shows them: those in the pid namespace of the container's init.
+func (e *Engine) ContainerTop(ctx context.Context, ref, psArgs string) (containertypes.TopResponse, error) {
+	c, err := e.containers.Get(ctx, ref)
+	if err != nil {
+		return containertypes.TopResponse{}, err
+	}
+	if psArgs != "" && psArgs != "-ef" && psArgs != "-f" {
+		return containertypes.TopResponse{}, errdefs.ErrNotImplemented.WithMessage(fmt.Sprintf("ps options %q are not supported: hutch lists processes itself (ps -ef columns)", psArgs))
+	}
+	client := e.runs.client(c.ID)
+	if !c.State.Running() || client == nil {
+		return containertypes.TopResponse{}, errdefs.ErrConflict.WithMessage(fmt.Sprintf("container %s is not running", c.ID))
+	}
+	nsOf := func(pid string) string {
+		l, _ := os.Readlink(filepath.Join("/proc", pid, "ns", "pid"))
+		return l
+	}
+	initNS := nsOf(strconv.Itoa(client.Pid()))
+	if initNS == "" {
+		return containertypes.TopResponse{}, fmt.Errorf("container %s: cannot read its pid namespace", c.ID)
+	}
+	self := nsOf("self")
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return containertypes.TopResponse{}, err
+	}
+	top := containertypes.TopResponse{Titles: []string{"UID", "PID", "PPID", "C", "STIME", "TTY", "TIME", "CMD"}, Processes: [][]string{}}
+	boot := bootTime()
+	for _, ent := range ents {
+		pid := ent.Name()
+		if _, err := strconv.Atoi(pid); err != nil {
+			continue
+		}
+		// With --pid host the container shares our namespace: list only
+		// the init and its descendants then.
+		ns := nsOf(pid)
+		if ns != initNS || (ns == self && pid != strconv.Itoa(client.Pid()) && !descendantOf(pid, client.Pid())) {
+			continue
+		}
+		if row := psRow(pid, boot); row != nil {
+			top.Processes = append(top.Processes, row)
+		}
+	}
+	return top, nil
+}
+
+func descendantOf(pid string, ancestor int) bool {
+	for i := 0; i < 64; i++ {
+		st, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
+		if err != nil {
+			return false
+		}
+		f := strings.Fields(string(st[strings.LastIndexByte(string(st), ')')+1:]))
+		if len(f) < 2 {
+			return false
+		}
+		pid = f[1]
+		if pid == strconv.Itoa(ancestor) {
+			return true
+		}
+		if pid == "0" || pid == "1" {
+			return false
+		}
+	}
+	return false
+}
+
+// psRow renders one process like ps -ef.
+func psRow(pid string, boot time.Time) []string {
+	st, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
+	if err != nil {
+		return nil
+	}
+	s := string(st)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 20 {
+		return nil
+	}
+	ppid := f[1]
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	start, _ := strconv.ParseInt(f[19], 10, 64)
+	const hz = 100
+	cpu := time.Duration(utime+stime) * time.Second / hz
+	started := boot.Add(time.Duration(start) * time.Second / hz)
+	uid := "?"
+	if status, err := os.ReadFile(filepath.Join("/proc", pid, "status")); err == nil {
+		for _, line := range strings.Split(string(status), "\n") {
+			if rest, ok := strings.CutPrefix(line, "Uid:"); ok {
+				if fs := strings.Fields(rest); len(fs) > 0 {
+					uid = fs[0]
+				}
+			}
+		}
+	}
+	if uid == "0" {
+		uid = "root"
+	}
+	cmd, _ := os.ReadFile(filepath.Join("/proc", pid, "cmdline"))
+	args := strings.TrimRight(strings.ReplaceAll(string(cmd), "\x00", " "), " ")
+	if args == "" {
+		args = "[" + s[strings.IndexByte(s, '(')+1:strings.LastIndexByte(s, ')')] + "]"
+	}
+	stimeCol := started.Format("15:04")
+	if time.Since(started) > 24*time.Hour {
+		stimeCol = started.Format("Jan02")
+	}
+	h, m, sec := int(cpu.Hours()), int(cpu.Minutes())%60, int(cpu.Seconds())%60
+	return []string{uid, pid, ppid, "0", stimeCol, "?", fmt.Sprintf("%02d:%02d:%02d", h, m, sec), args}
+}
+
+func bootTime() time.Time {
+	var info unix.Sysinfo_t
+	if err := unix.Sysinfo(&info); err != nil {
+		return time.Now()
+	}
+	return time.Now().Add(-time.Duration(info.Uptime) * time.Second)
+}

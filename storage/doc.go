@@ -1,0 +1,24 @@
+// Package storage owns hutch's layer store and the pull path.
+//
+// It wraps go.podman.io/storage (layers, images, container layers on disk)
+// with options built explicitly for a per-user daemon: inside rootlesskit the
+// daemon is uid 0, so the library's defaults would point at /var/lib. The
+// graph driver is chosen by really trying native overlay, then overlay with
+// fuse-overlayfs as mount program, then vfs, and the choice is remembered in
+// the graph root so images never "disappear" because a later probe picked a
+// different driver.
+//
+// Pulls resolve the manifest with go.podman.io/image/v5's docker transport,
+// fetch and apply the layers themselves the way Docker does (concurrent
+// downloads to temporary files, in-order extraction with one decompression),
+// then run copy.Image into the containers-storage transport, which finds
+// every layer in place and writes the image record, names and manifests.
+// Images the fetcher does not handle are copied by copy.Image alone. Either
+// way the progress (containers/image events, the fetcher's reads, the layer
+// commits seen by a thin wrapper around the store) becomes Docker's pull
+// stream.
+//
+// Programs linking this package must call reexec.Init() from
+// go.podman.io/storage/pkg/reexec first thing in main: layer extraction
+// re-executes the binary as "storage-untar" / "storage-applyLayer".
+package storage

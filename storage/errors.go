@@ -1,0 +1,89 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/containerd/errdefs"
+	"github.com/distribution/reference"
+	"github.com/docker/distribution/registry/api/errcode"
+	v2 "github.com/docker/distribution/registry/api/v2"
+	"go.podman.io/image/v5/docker"
+)
+
+// ErrUnauthorized marks failures caused by the registry refusing the
+// credentials (or asking for some). Pull errors carrying it are classed
+// errdefs.ErrUnknown, as Docker answers them with 500: a 401 from
+// POST /images/create makes the docker CLI prompt for a login. POST /auth
+// can test for it with errors.Is and answer 401.
+var ErrUnauthorized = errors.New("registry authentication failed")
+
+// classifyPullError gives a registry error the class and message Docker's
+// daemon gives it; other errors are returned unchanged.
+func classifyPullError(err error, named reference.Named) error {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	// Registry errors come as errcode.Error (code and message from the
+	// response body) or, for some 401s, as a bare errcode.ErrorCode.
+	var ec errcode.Error
+	var code errcode.ErrorCode
+	switch {
+	case errors.As(err, &ec):
+		code = ec.Code
+	case errors.As(err, &code):
+		ec = errcode.Error{Code: code, Message: code.Message()}
+	}
+	switch code {
+	case errcode.ErrorCodeDenied:
+		return fmt.Errorf("pull access denied for %s, repository does not exist or may require 'docker login': %s%.0w",
+			reference.FamiliarName(named), ec.Error(), errdefs.ErrNotFound)
+	case v2.ErrorCodeManifestUnknown:
+		return fmt.Errorf("manifest for %s not found: %s%.0w", reference.FamiliarString(named), ec.Error(), errdefs.ErrNotFound)
+	case v2.ErrorCodeNameUnknown:
+		return fmt.Errorf("repository %s not found: %s%.0w", reference.FamiliarName(named), ec.Error(), errdefs.ErrNotFound)
+	case errcode.ErrorCodeUnauthorized:
+		return fmt.Errorf("%w%.0w%.0w", err, ErrUnauthorized, errdefs.ErrUnknown)
+	}
+	var creds docker.ErrUnauthorizedForCredentials
+	if errors.As(err, &creds) {
+		return fmt.Errorf("%w%.0w%.0w", err, ErrUnauthorized, errdefs.ErrUnknown)
+	}
+	var status docker.UnexpectedHTTPStatusError
+	if errors.As(err, &status) && status.StatusCode == 404 {
+		return fmt.Errorf("%w%.0w", err, errdefs.ErrNotFound)
+	}
+	return err
+}
+
+// noMatchingManifest is Docker's error for a list without the platform.
+func noMatchingManifest(osName, arch, variant string) error {
+	p := osName + "/" + arch
+	if variant != "" {
+		p += "/" + variant
+	}
+	return fmt.Errorf("no matching manifest for %s in the manifest list entries%.0w", p, errdefs.ErrNotFound)
+}
+
+// dockerError is an error whose message Docker prints verbatim, capital
+// letter included, with its class.
+type dockerError struct {
+	msg   string
+	class error
+}
+
+func (e *dockerError) Error() string { return e.msg }
+func (e *dockerError) Unwrap() error { return e.class }
+
+// noSuchImage is Docker's error for an unknown image reference.
+func noSuchImage(ref string) error {
+	return &dockerError{msg: "No such image: " + ref, class: errdefs.ErrNotFound}
+}
+
+// schema1Error is Docker's refusal of schema 1 images.
+func schema1Error(named reference.Named) error {
+	return &dockerError{class: errdefs.ErrInvalidArgument, msg: "Docker Image Format v1 and Docker Image manifest version 2, schema 1 support has been removed. " +
+		"Suggest the author of " + named.String() + " to upgrade the image to the OCI Format or Docker Image manifest v2, schema 2. " +
+		"More information at https://docs.docker.com/go/deprecated-image-specs/"}
+}
