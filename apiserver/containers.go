@@ -122,7 +122,7 @@ func (s *Server) containerWait(w http.ResponseWriter, r *http.Request) error {
 	}
 	res, ok := <-ch
 	if !ok {
-		return r.Context().Err()
+		return nil // the client went away
 	}
 	body := waitBody{StatusCode: int64(res.ExitCode)}
 	if res.Error != "" {

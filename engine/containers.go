@@ -141,6 +141,19 @@ func validateHostConfig(hc *containertypes.HostConfig) error {
 	default:
 		return errdefs.ErrNotImplemented.WithMessage(fmt.Sprintf("network mode %q is not supported yet", mode))
 	}
+	// Bind sources are checked at create, so that docker run fails before
+	// anything is made (Docker creates missing -v sources; hutch refuses).
+	for _, b := range hc.Binds {
+		m, err := spec.ParseBind(b)
+		if err != nil {
+			return err
+		}
+		if m.Type == "bind" {
+			if _, err := os.Stat(m.Source); err != nil {
+				return errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid mount config for type \"bind\": bind source path does not exist: %s", m.Source))
+			}
+		}
+	}
 	rp := hc.RestartPolicy
 	switch rp.Name {
 	case "", "no":

@@ -77,18 +77,22 @@ func (e *Engine) ContainerStart(ctx context.Context, ref string) error {
 	client, err := e.startShim(ctx, c)
 	if err != nil {
 		e.failPending(c.ID, err)
+		bg := context.WithoutCancel(ctx)
+		code := 128
 		var se *shim.StartError
 		if errors.As(err, &se) {
-			bg := context.WithoutCancel(ctx)
-			e.containers.Update(bg, c.ID, func(c *container.Container) error {
-				return c.State.SetStartFailed(se.ExitCode, se.Error())
-			})
-			// As Docker: a --rm container that cannot start is removed
-			// (docker run --rm waits for that).
-			if c.HostConfig != nil && c.HostConfig.AutoRemove {
-				if e.containers.Update(bg, c.ID, func(c *container.Container) error { return c.State.SetRemoving(c.ID, true) }) == nil {
-					e.finishRemove(bg, c.ID)
-				}
+			code = se.ExitCode
+		} else if errdefs.IsInvalidArgument(err) {
+			code = 127
+		}
+		e.containers.Update(bg, c.ID, func(c *container.Container) error {
+			return c.State.SetStartFailed(code, err.Error())
+		})
+		// As Docker: a --rm container that cannot start is removed
+		// (docker run --rm waits for that).
+		if c.HostConfig != nil && c.HostConfig.AutoRemove {
+			if e.containers.Update(bg, c.ID, func(c *container.Container) error { return c.State.SetRemoving(c.ID, true) }) == nil {
+				e.finishRemove(bg, c.ID)
 			}
 		}
 		return err
@@ -175,6 +179,11 @@ func (e *Engine) startShim(ctx context.Context, c *container.Container) (*shim.C
 		StdinOnce:  c.Config.StdinOnce,
 		ShimBinary: e.opts.ShimBinary,
 		Debug:      e.opts.Debug,
+
+		// The CLI sends the terminal's size at create: the tty has it
+		// from the start (stty size in the first command).
+		ConsoleHeight: uint16(c.HostConfig.ConsoleSize[0]),
+		ConsoleWidth:  uint16(c.HostConfig.ConsoleSize[1]),
 	})
 	if err != nil {
 		return nil, err
