@@ -106,9 +106,13 @@ func runEngine(ctx context.Context, c *config.Config, log *slog.Logger) error {
 		return err
 	}
 	defer store.Close()
-	shimBin, err := shimBinary()
+	shimBin, err := helperBinary("hutch-shim", "HUTCH_SHIM")
 	if err != nil {
 		return err
+	}
+	initBin, err := helperBinary("hutch-init", "HUTCH_INIT")
+	if err != nil {
+		log.Warn("--init will not work", "err", err)
 	}
 	netns := ""
 	if c.Network && rootless.Inside() {
@@ -118,6 +122,7 @@ func runEngine(ctx context.Context, c *config.Config, log *slog.Logger) error {
 		Images:        store,
 		StateDir:      c.StateDir,
 		ShimBinary:    shimBin,
+		InitBinary:    initBin,
 		NetNS:         netns,
 		Debug:         c.LogLevel == "debug",
 		DataRoot:      c.DataRoot,
@@ -143,22 +148,22 @@ func runEngine(ctx context.Context, c *config.Config, log *slog.Logger) error {
 	return err
 }
 
-// shimBinary finds hutch-shim: $HUTCH_SHIM, else beside the hutch binary,
-// else on PATH.
-func shimBinary() (string, error) {
-	if p := os.Getenv("HUTCH_SHIM"); p != "" {
+// helperBinary finds one of hutch's helper programs: $env, else beside the
+// hutch binary, else on PATH.
+func helperBinary(name, env string) (string, error) {
+	if p := os.Getenv(env); p != "" {
 		return p, nil
 	}
 	if exe, err := os.Executable(); err == nil {
-		p := filepath.Join(filepath.Dir(exe), "hutch-shim")
+		p := filepath.Join(filepath.Dir(exe), name)
 		if _, err := os.Stat(p); err == nil {
 			return p, nil
 		}
 	}
-	if p, err := exec.LookPath("hutch-shim"); err == nil {
+	if p, err := exec.LookPath(name); err == nil {
 		return p, nil
 	}
-	return "", errors.New("hutch-shim not found: install it beside the hutch binary (make build puts both in bin/)")
+	return "", fmt.Errorf("%s not found: install it beside the hutch binary (make build puts it in bin/)", name)
 }
 
 // listenUnix listens on a socket that only the user can open (0600).

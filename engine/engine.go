@@ -38,6 +38,8 @@ type Options struct {
 	StateDir string
 	// ShimBinary is the hutch-shim executable.
 	ShimBinary string
+	// InitBinary is the static init --init runs as /sbin/docker-init.
+	InitBinary string
 	// NetNS is the detached network namespace containers join by default
 	// ("" when the daemon runs without networking).
 	NetNS string

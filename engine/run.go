@@ -146,6 +146,7 @@ func (e *Engine) startShim(ctx context.Context, c *container.Container) (*shim.C
 		EtcFiles:   etc,
 		Rootless:   e.opts.Rootless,
 		SingleUID:  e.opts.IDMap == "single",
+		InitPath:   e.opts.InitBinary,
 	}
 	switch c.HostConfig.NetworkMode {
 	case "host", "none":

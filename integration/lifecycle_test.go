@@ -220,6 +220,7 @@ func TestContainerSettings(t *testing.T) {
 		{"read-only rootfs", []string{"--read-only", ref, "touch", "/x"}, "Read-only file system", true},
 		{"tmpfs", []string{"--read-only", "--tmpfs", "/scratch", ref, "sh", "-c", "echo t > /scratch/f && cat /scratch/f"}, "t\n", false},
 		{"cap drop", []string{"--cap-drop", "CHOWN", ref, "chown", "1:1", "/tmp"}, "Operation not permitted", true},
+		{"init", []string{"--init", ref, "ps", "-o", "pid,args"}, "1 /sbin/docker-init -- ps", false},
 		{"network none", []string{"--network", "none", ref, "ls", "/sys/class/net"}, "lo\n", false},
 		{"default network", []string{ref, "ip", "-4", "addr", "show", "tap0"}, "10.0.2.100", false},
 	} {
