@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
+	"github.com/distribution/reference"
 	"github.com/hutch-engine/hutch/engine/container"
 	"github.com/hutch-engine/hutch/engine/shim"
 	"github.com/hutch-engine/hutch/engine/spec"
@@ -43,6 +44,9 @@ func (e *Engine) ContainerCreate(ctx context.Context, req CreateRequest) (contai
 	}
 	if e.images == nil {
 		return containertypes.CreateResponse{}, errdefs.ErrUnavailable.WithMessage("no image store")
+	}
+	if _, err := reference.ParseAnyReference(req.Config.Image); err != nil {
+		return containertypes.CreateResponse{}, errdefs.ErrInvalidArgument.WithMessage(err.Error())
 	}
 	imageID, img, err := e.images.ContainerImage(ctx, req.Config.Image)
 	if err != nil {

@@ -334,14 +334,15 @@ func (e *Engine) ContainerKill(ctx context.Context, ref, signal string) error {
 	if err != nil {
 		return err
 	}
-	if err := c.State.CheckKill(c.ID); err != nil {
-		return err
-	}
+	// The signal is checked before the state, as Docker's router does.
 	sig := syscall.SIGKILL
 	if signal != "" {
 		if sig, err = ParseSignal(signal); err != nil {
 			return err
 		}
+	}
+	if err := c.State.CheckKill(c.ID); err != nil {
+		return err
 	}
 	client := e.runs.client(c.ID)
 	if client == nil {
@@ -387,7 +388,7 @@ func (e *Engine) ContainerWait(ctx context.Context, ref string, req WaitRequest)
 func ParseSignal(s string) (syscall.Signal, error) {
 	if n, err := strconv.Atoi(s); err == nil {
 		if n <= 0 || n > 64 {
-			return 0, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid signal: %s", s))
+			return 0, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("Invalid signal: %s", s))
 		}
 		return syscall.Signal(n), nil
 	}
@@ -398,5 +399,5 @@ func ParseSignal(s string) (syscall.Signal, error) {
 	if sig := unix.SignalNum(name); sig != 0 {
 		return sig, nil
 	}
-	return 0, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid signal: %s", s))
+	return 0, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("Invalid signal: %s", s))
 }
