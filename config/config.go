@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +19,14 @@ import (
 type Config struct {
 	// Socket is the path of the API socket.
 	Socket string `json:"socket"`
+	// TCP, when set, is a TCP address to serve the API on as well
+	// (--host tcp://…). It needs TLS (TLSCert, TLSKey; TLSCACert to verify
+	// clients) unless InsecureTCP says otherwise.
+	TCP         string `json:"tcp,omitempty"`
+	TLSCert     string `json:"tlscert,omitempty"`
+	TLSKey      string `json:"tlskey,omitempty"`
+	TLSCACert   string `json:"tlscacert,omitempty"`
+	InsecureTCP bool   `json:"insecure_tcp,omitempty"`
 	// StateDir holds runtime state: pid file, lock, rootlesskit, shim sockets.
 	StateDir string `json:"state_dir"`
 	// DataRoot holds persistent data: storage, container records, logs.
@@ -47,6 +56,9 @@ type fileConfig struct {
 	InsecureRegistries []string `json:"insecure-registries"`
 	RegistryMirrors    []string `json:"registry-mirrors"`
 	Hosts              []string `json:"hosts"`
+	TLSCert            string   `json:"tlscert"`
+	TLSKey             string   `json:"tlskey"`
+	TLSCACert          string   `json:"tlscacert"`
 }
 
 // loadFile reads daemon.json; a missing file is no error.
@@ -66,23 +78,34 @@ func loadFile(path string) (*fileConfig, bool, error) {
 	return &fc, true, nil
 }
 
-// ParseHost turns a --host value into a socket path. Only unix sockets are
-// served: a TCP listener would open the user's engine to the network.
-func ParseHost(h string) (string, error) {
+// Host is one --host value: a unix socket path or a TCP address.
+type Host struct {
+	Socket string // absolute path, for unix://
+	TCP    string // host:port, for tcp://
+}
+
+// ParseHost reads a --host value: unix:///path or tcp://host:port.
+func ParseHost(h string) (Host, error) {
 	switch {
 	case strings.HasPrefix(h, "unix://"):
 		p := strings.TrimPrefix(h, "unix://")
 		if !filepath.IsAbs(p) {
-			return "", fmt.Errorf("--host %q: the socket path must be absolute", h)
+			return Host{}, fmt.Errorf("--host %q: the socket path must be absolute", h)
 		}
-		return filepath.Clean(p), nil
-	case strings.HasPrefix(h, "tcp://"), strings.HasPrefix(h, "fd://"):
-		return "", fmt.Errorf("--host %q: only unix:// sockets are supported", h)
+		return Host{Socket: filepath.Clean(p)}, nil
+	case strings.HasPrefix(h, "tcp://"):
+		addr := strings.TrimSuffix(strings.TrimPrefix(h, "tcp://"), "/")
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil || port == "" {
+			return Host{}, fmt.Errorf("--host %q: want tcp://host:port", h)
+		}
+		return Host{TCP: net.JoinHostPort(host, port)}, nil
+	case strings.HasPrefix(h, "fd://"), strings.HasPrefix(h, "npipe://"), strings.HasPrefix(h, "ssh://"):
+		return Host{}, fmt.Errorf("--host %q: only unix:// and tcp:// are supported", h)
 	}
-	return "", fmt.Errorf("--host %q: want unix:///path/to/socket", h)
+	return Host{}, fmt.Errorf("--host %q: want unix:///path/to/socket or tcp://host:port", h)
 }
 
-// Encode serialises c for EnvConfig.
 func (c *Config) Encode() string {
 	b, _ := json.Marshal(c)
 	return string(b)

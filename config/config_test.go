@@ -9,27 +9,49 @@ import (
 
 func TestParseHost(t *testing.T) {
 	for _, tc := range []struct {
-		in, want, err string
+		in   string
+		want Host
+		err  string
 	}{
-		{"unix:///run/user/1000/hutch.sock", "/run/user/1000/hutch.sock", ""},
-		{"unix:///a/../b.sock", "/b.sock", ""},
-		{"unix://rel.sock", "", "absolute"},
-		{"tcp://0.0.0.0:2375", "", "only unix://"},
-		{"fd://", "", "only unix://"},
-		{"/plain/path", "", "want unix://"},
+		{"unix:///run/user/1000/hutch.sock", Host{Socket: "/run/user/1000/hutch.sock"}, ""},
+		{"unix:///a/../b.sock", Host{Socket: "/b.sock"}, ""},
+		{"unix://rel.sock", Host{}, "absolute"},
+		{"tcp://127.0.0.1:2376", Host{TCP: "127.0.0.1:2376"}, ""},
+		{"tcp://[::1]:2376/", Host{TCP: "[::1]:2376"}, ""},
+		{"tcp://noport", Host{}, "want tcp://host:port"},
+		{"fd://", Host{}, "only unix:// and tcp://"},
+		{"/plain/path", Host{}, "want unix://"},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			got, err := ParseHost(tc.in)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("ParseHost(%q) = %q, %v; want error containing %q", tc.in, got, err, tc.err)
+					t.Fatalf("ParseHost(%q) = %+v, %v; want error containing %q", tc.in, got, err, tc.err)
 				}
 				return
 			}
 			if err != nil || got != tc.want {
-				t.Fatalf("ParseHost(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+				t.Fatalf("ParseHost(%q) = %+v, %v; want %+v", tc.in, got, err, tc.want)
 			}
 		})
+	}
+}
+
+func TestTCPNeedsTLS(t *testing.T) {
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	if _, err := Resolve(Flags{Hosts: []string{"tcp://127.0.0.1:2376"}}); err == nil || !strings.Contains(err.Error(), "--insecure-tcp") {
+		t.Errorf("tcp without TLS: %v", err)
+	}
+	c, err := Resolve(Flags{Hosts: []string{"tcp://127.0.0.1:2376"}, InsecureTCP: true})
+	if err != nil || c.TCP != "127.0.0.1:2376" || c.Socket == "" {
+		t.Errorf("insecure tcp: %+v %v (the unix socket stays)", c, err)
+	}
+	c, err = Resolve(Flags{Hosts: []string{"tcp://127.0.0.1:2376"}, TLSCert: "/c", TLSKey: "/k"})
+	if err != nil || c.TLSCert != "/c" {
+		t.Errorf("tls tcp: %+v %v", c, err)
+	}
+	if _, err := Resolve(Flags{Hosts: []string{"tcp://127.0.0.1:1", "tcp://127.0.0.1:2"}, InsecureTCP: true}); err == nil {
+		t.Error("two tcp hosts accepted")
 	}
 }
 
@@ -62,7 +84,7 @@ func TestResolveLayers(t *testing.T) {
 	if c.DataRoot != "/flag/wins" || c.LogLevel != "warn" || c.IDMap != "single" || c.Network {
 		t.Errorf("flags do not override daemon.json: %+v", c)
 	}
-	for _, bad := range []Flags{{IDMap: "weird"}, {Network: "bridge"}, {DataRoot: "relative"}, {Host: "tcp://1.2.3.4:2375"}} {
+	for _, bad := range []Flags{{IDMap: "weird"}, {Network: "bridge"}, {DataRoot: "relative"}, {Hosts: []string{"ssh://x"}}} {
 		if _, err := Resolve(bad); err == nil {
 			t.Errorf("Resolve(%+v) accepted bad input", bad)
 		}

@@ -11,12 +11,17 @@ import (
 // Flags are the command-line settings of `hutch daemon`; empty means
 // "from daemon.json, else the default".
 type Flags struct {
-	Host       string
-	DataRoot   string
-	ConfigFile string
-	LogLevel   string
-	IDMap      string
-	Network    string // "slirp4netns" (default) or "none"
+	// Hosts are the --host values (unix:// and at most one tcp://).
+	Hosts       []string
+	TLSCert     string
+	TLSKey      string
+	TLSCACert   string
+	InsecureTCP bool
+	DataRoot    string
+	ConfigFile  string
+	LogLevel    string
+	IDMap       string
+	Network     string // "slirp4netns" (default) or "none"
 }
 
 // RealRoot reports whether hutch runs as root in the initial user namespace,
@@ -100,14 +105,28 @@ func Resolve(f Flags) (*Config, error) {
 	}
 	c.InsecureRegistries = fc.InsecureRegistries
 	c.RegistryMirrors = fc.RegistryMirrors
-	host := f.Host
-	if host == "" && len(fc.Hosts) > 0 {
-		host = fc.Hosts[0]
+	hosts := f.Hosts
+	if len(hosts) == 0 {
+		hosts = fc.Hosts
 	}
-	if host != "" {
-		if c.Socket, err = ParseHost(host); err != nil {
+	for _, h := range hosts {
+		parsed, err := ParseHost(h)
+		if err != nil {
 			return nil, err
 		}
+		switch {
+		case parsed.Socket != "":
+			c.Socket = parsed.Socket
+		case c.TCP != "":
+			return nil, fmt.Errorf("--host %q: only one tcp:// listener is supported", h)
+		default:
+			c.TCP = parsed.TCP
+		}
+	}
+	c.TLSCert, c.TLSKey, c.TLSCACert = first(f.TLSCert, fc.TLSCert), first(f.TLSKey, fc.TLSKey), first(f.TLSCACert, fc.TLSCACert)
+	c.InsecureTCP = f.InsecureTCP
+	if c.TCP != "" && !c.InsecureTCP && (c.TLSCert == "" || c.TLSKey == "") {
+		return nil, fmt.Errorf("--host tcp://%s without TLS would let anyone who reaches that address run containers as you: give --tlscert and --tlskey (and --tlscacert to verify clients), or --insecure-tcp if you really mean it", c.TCP)
 	}
 	if f.DataRoot != "" {
 		c.DataRoot = f.DataRoot
@@ -133,4 +152,13 @@ func Resolve(f Flags) (*Config, error) {
 		return nil, fmt.Errorf("data-root %q must be an absolute path", c.DataRoot)
 	}
 	return c, nil
+}
+
+func first(vals ...string) string {
+	for _, v := range vals {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
 }

@@ -5,6 +5,8 @@ package daemon
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -142,8 +144,24 @@ func runEngine(ctx context.Context, c *config.Config, log *slog.Logger) error {
 		return err
 	}
 	defer os.Remove(c.Socket)
-	log.Info("API listening", "host", "unix://"+c.Socket, "uid", os.Getuid(), "host-uid", rootless.HostUID(), "idmap", rootless.CurrentIDMap())
-	err = apiserver.New(eng, apiserver.Options{Logger: log, Version: version.Version}).Serve(ctx, l)
+	srv := apiserver.New(eng, apiserver.Options{Logger: log, Version: version.Version})
+	var tcpErr chan error
+	if c.TCP != "" {
+		tl, err := listenTCP(c)
+		if err != nil {
+			l.Close()
+			return err
+		}
+		tcpErr = make(chan error, 1)
+		go func() { tcpErr <- srv.Serve(ctx, tl) }()
+	}
+	log.Info("API listening", "host", "unix://"+c.Socket, "tcp", c.TCP, "uid", os.Getuid(), "host-uid", rootless.HostUID(), "idmap", rootless.CurrentIDMap())
+	err = srv.Serve(ctx, l)
+	if tcpErr != nil {
+		if terr := <-tcpErr; err == nil {
+			err = terr
+		}
+	}
 	log.Info("stopped")
 	return err
 }
@@ -164,6 +182,39 @@ func helperBinary(name, env string) (string, error) {
 		return p, nil
 	}
 	return "", fmt.Errorf("%s not found: install it beside the hutch binary (make build puts it in bin/)", name)
+}
+
+// listenTCP listens on c.TCP, with TLS unless --insecure-tcp; with a CA,
+// clients must present a certificate it signed (Docker's --tlsverify).
+func listenTCP(c *config.Config) (net.Listener, error) {
+	l, err := net.Listen("tcp", c.TCP)
+	if err != nil {
+		return nil, err
+	}
+	if c.InsecureTCP && c.TLSCert == "" {
+		slog.Warn("WARNING: serving the API on tcp://" + c.TCP + " without TLS (--insecure-tcp): anyone who reaches it controls your containers")
+		return l, nil
+	}
+	cert, err := tls.LoadX509KeyPair(c.TLSCert, c.TLSKey)
+	if err != nil {
+		l.Close()
+		return nil, fmt.Errorf("TLS certificate: %w", err)
+	}
+	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if c.TLSCACert != "" {
+		pem, err := os.ReadFile(c.TLSCACert)
+		if err != nil {
+			l.Close()
+			return nil, fmt.Errorf("TLS CA: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			l.Close()
+			return nil, fmt.Errorf("TLS CA %s: no certificate found", c.TLSCACert)
+		}
+		cfg.ClientCAs, cfg.ClientAuth = pool, tls.RequireAndVerifyClientCert
+	}
+	return tls.NewListener(l, cfg), nil
 }
 
 // listenUnix listens on a socket that only the user can open (0600).

@@ -11,7 +11,11 @@ func daemonCommand() *cli.Command {
 		Name:  "daemon",
 		Usage: "run the engine in the foreground (logs to stderr; SIGTERM or SIGINT stop it)",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "host", Aliases: []string{"H"}, Usage: "socket to serve (unix:///path; default $XDG_RUNTIME_DIR/hutch.sock)"},
+			&cli.StringSliceFlag{Name: "host", Aliases: []string{"H"}, Usage: "where to serve: unix:///path (default $XDG_RUNTIME_DIR/hutch.sock) and, if asked, one tcp://host:port (needs TLS or --insecure-tcp)"},
+			&cli.StringFlag{Name: "tlscert", Usage: "TLS certificate for a tcp:// host"},
+			&cli.StringFlag{Name: "tlskey", Usage: "TLS key for a tcp:// host"},
+			&cli.StringFlag{Name: "tlscacert", Usage: "CA that client certificates must be signed by (verifies clients)"},
+			&cli.BoolFlag{Name: "insecure-tcp", Usage: "allow a tcp:// host without TLS: anyone who reaches it controls your containers"},
 			&cli.StringFlag{Name: "data-root", Usage: "persistent data (default $XDG_DATA_HOME/hutch)"},
 			&cli.StringFlag{Name: "config-file", Usage: "daemon.json (default $XDG_CONFIG_HOME/hutch/daemon.json)"},
 			&cli.StringFlag{Name: "log-level", Aliases: []string{"l"}, Usage: "debug, info, warn or error"},
@@ -20,12 +24,16 @@ func daemonCommand() *cli.Command {
 		},
 		Action: func(c *cli.Context) error {
 			return daemon.Run(c.Context, config.Flags{
-				Host:       c.String("host"),
-				DataRoot:   c.String("data-root"),
-				ConfigFile: c.String("config-file"),
-				LogLevel:   c.String("log-level"),
-				IDMap:      c.String("idmap"),
-				Network:    c.String("network"),
+				Hosts:       c.StringSlice("host"),
+				TLSCert:     c.String("tlscert"),
+				TLSKey:      c.String("tlskey"),
+				TLSCACert:   c.String("tlscacert"),
+				InsecureTCP: c.Bool("insecure-tcp"),
+				DataRoot:    c.String("data-root"),
+				ConfigFile:  c.String("config-file"),
+				LogLevel:    c.String("log-level"),
+				IDMap:       c.String("idmap"),
+				Network:     c.String("network"),
 			})
 		},
 	}

@@ -15,7 +15,11 @@ func envCommand() *cli.Command {
 			&cli.StringFlag{Name: "host", Aliases: []string{"H"}, Usage: "socket the daemon serves, if not the default"},
 		},
 		Action: func(c *cli.Context) error {
-			cfg, err := config.Resolve(config.Flags{Host: c.String("host")})
+			var hosts []string
+			if h := c.String("host"); h != "" {
+				hosts = []string{h}
+			}
+			cfg, err := config.Resolve(config.Flags{Hosts: hosts})
 			if err != nil {
 				return err
 			}

@@ -1,0 +1,159 @@
+//go:build integration
+
+package integration
+
+import (
+	"bufio"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// listeningTCP lists the TCP ports pid listens on.
+func listeningTCP(t *testing.T, pid int) []string {
+	t.Helper()
+	inodes := map[string]bool{}
+	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	for _, fd := range fds {
+		if l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil && strings.HasPrefix(l, "socket:[") {
+			inodes[strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]")] = true
+		}
+	}
+	var out []string
+	for _, f := range []string{"tcp", "tcp6"} {
+		file, err := os.Open(fmt.Sprintf("/proc/%d/net/%s", pid, f))
+		if err != nil {
+			continue
+		}
+		s := bufio.NewScanner(file)
+		for s.Scan() {
+			fs := strings.Fields(s.Text())
+			if len(fs) > 9 && fs[3] == "0A" && inodes[fs[9]] {
+				out = append(out, fs[1])
+			}
+		}
+		file.Close()
+	}
+	return out
+}
+
+func TestNoTCPListenerByDefault(t *testing.T) {
+	d := startDaemon(t)
+	for _, p := range append([]int{d.cmd.Process.Pid}, descendants(t, d.cmd.Process.Pid)...) {
+		if l := listeningTCP(t, p); len(l) > 0 {
+			t.Errorf("pid %d (%v) listens on TCP %v", p, cmdline(p), l)
+		}
+	}
+	// Socket 0600 in a 0700 dir; state and data dirs 0700.
+	for path, want := range map[string]os.FileMode{d.Socket: 0o600, filepath.Join(d.Runtime, "hutch"): 0o700, filepath.Join(d.Data, "hutch"): 0o700} {
+		if st, err := os.Stat(path); err != nil || st.Mode().Perm() != want {
+			t.Errorf("%s: %v %v, want %v", path, st.Mode().Perm(), err, want)
+		}
+	}
+}
+
+func TestTCPNeedsTLS(t *testing.T) {
+	env, _, _ := daemonEnv(t)
+	addr := freeLoopbackAddr(t)
+	cmd := exec.Command(hutchBin(t), "daemon", "--host", "tcp://"+addr)
+	cmd.Env = env
+	out, err := runWithTimeout(cmd, 20*time.Second)
+	if err == nil || !strings.Contains(out, "--insecure-tcp") || !strings.Contains(out, "--tlscert") {
+		t.Errorf("tcp without TLS: %v\n%s", err, out)
+	}
+
+	// With TLS and a CA, only clients with a certificate get in.
+	dir := t.TempDir()
+	ca, caKey := newCert(t, dir, "ca", nil, nil, true)
+	newCert(t, dir, "server", ca, caKey, false)
+	newCert(t, dir, "client", ca, caKey, false)
+	env2, rt, _ := daemonEnv(t)
+	sock := filepath.Join(rt, "hutch.sock")
+	startDaemonEnv(t, env2, sock, "--host", "unix://"+sock, "--host", "tcp://"+addr,
+		"--tlscert", filepath.Join(dir, "server.pem"), "--tlskey", filepath.Join(dir, "server-key.pem"), "--tlscacert", filepath.Join(dir, "ca.pem"))
+	docker := func(args ...string) (string, error) {
+		c := exec.Command(dockerCLI(t), args...)
+		c.Env = append(os.Environ(), "DOCKER_CONFIG="+t.TempDir())
+		b, err := c.CombinedOutput()
+		return string(b), err
+	}
+	out, err = docker("-H", "tcp://"+addr, "--tlsverify", "--tlscacert", filepath.Join(dir, "ca.pem"),
+		"--tlscert", filepath.Join(dir, "client.pem"), "--tlskey", filepath.Join(dir, "client-key.pem"), "version", "--format", "{{.Server.Platform.Name}}")
+	if err != nil || !strings.HasPrefix(out, "hutch") {
+		t.Errorf("docker over TLS: %v\n%s", err, out)
+	}
+	out, err = docker("-H", "tcp://"+addr, "--tlsverify", "--tlscacert", filepath.Join(dir, "ca.pem"), "version")
+	if err == nil {
+		t.Errorf("a client without a certificate got in:\n%s", out)
+	}
+	out, err = docker("-H", "tcp://"+addr, "version")
+	if err == nil {
+		t.Errorf("a plain-HTTP client got in:\n%s", out)
+	}
+}
+
+func TestInsecureTCPWhenAsked(t *testing.T) {
+	env, rt, _ := daemonEnv(t)
+	addr := freeLoopbackAddr(t)
+	sock := filepath.Join(rt, "hutch.sock")
+	d := startDaemonEnv(t, env, sock, "--host", "unix://"+sock, "--host", "tcp://"+addr, "--insecure-tcp")
+	if !strings.Contains(d.Log(), "without TLS") {
+		t.Errorf("no warning about plain TCP in the log")
+	}
+	c := exec.Command(dockerCLI(t), "-H", "tcp://"+addr, "version", "--format", "{{.Server.Platform.Name}}")
+	c.Env = append(os.Environ(), "DOCKER_CONFIG="+t.TempDir())
+	if out, err := c.CombinedOutput(); err != nil || !strings.HasPrefix(string(out), "hutch") {
+		t.Errorf("docker over plain TCP: %v\n%s", err, out)
+	}
+}
+
+// newCert writes name.pem and name-key.pem, signed by parent (self-signed
+// when parent is nil), valid for 127.0.0.1.
+func newCert(t *testing.T, dir, name string, parent *x509.Certificate, parentKey *ecdsa.PrivateKey, isCA bool) (*x509.Certificate, *ecdsa.PrivateKey) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()),
+		Subject:      pkix.Name{CommonName: "hutch-test-" + name},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+	}
+	if isCA {
+		tmpl.IsCA, tmpl.BasicConstraintsValid = true, true
+		tmpl.KeyUsage |= x509.KeyUsageCertSign
+	}
+	signer, signerKey := tmpl, key
+	if parent != nil {
+		signer, signerKey = parent, parentKey
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, signer, &key.PublicKey, signerKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, _ := x509.MarshalECPrivateKey(key)
+	os.WriteFile(filepath.Join(dir, name+".pem"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
+	os.WriteFile(filepath.Join(dir, name+"-key.pem"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600)
+	cert, _ := x509.ParseCertificate(der)
+	return cert, key
+}
+
+var _ = context.Background
