@@ -35,8 +35,19 @@ as_user() {
 	fi
 }
 
+echo "== format and vet"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then
+	echo "gofmt needed:"; echo "$unformatted"; exit 1
+fi
+go vet -tags "$TAGS" ./...
+go vet -tags "$TAGS integration" ./integration/
+
 echo "== unit tests"
 go test -tags "$TAGS" -count=1 ./...
+
+echo "== fuzz (short runs of every target)"
+bash contrib/test/fuzz.sh
 
 echo "== integration tests (as $(as_user id -un), uid $(as_user id -u))"
 (cd "$out" && as_user env HUTCH_BIN="$out/hutch" HUTCH_SHIM="$out/hutch-shim" \
