@@ -7,10 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
+	"github.com/docker/go-units"
 	"github.com/hutch-engine/hutch/engine/container"
 	"github.com/hutch-engine/hutch/engine/shim"
 	"github.com/hutch-engine/hutch/engine/spec"
@@ -157,6 +159,9 @@ func validateHostConfig(hc *containertypes.HostConfig) error {
 				return errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid mount config for type \"bind\": bind source path does not exist: %s", m.Source))
 			}
 		}
+	}
+	if _, err := logRotation(hc); err != nil {
+		return err
 	}
 	rp := hc.RestartPolicy
 	switch rp.Name {
@@ -315,4 +320,41 @@ func (e *Engine) ContainerPrune(ctx context.Context, filters string) (containert
 		rep.ContainersDeleted = append(rep.ContainersDeleted, c.ID)
 	}
 	return rep, nil
+}
+
+// logRotation reads the json-file options of --log-opt as Docker does.
+func logRotation(hc *containertypes.HostConfig) (shim.LogRotation, error) {
+	var rot shim.LogRotation
+	switch hc.LogConfig.Type {
+	case "", "json-file":
+	default:
+		return rot, errdefs.ErrNotImplemented.WithMessage(fmt.Sprintf("logging driver %q is not supported: hutch writes json-file logs", hc.LogConfig.Type))
+	}
+	for k, v := range hc.LogConfig.Config {
+		switch k {
+		case "max-size":
+			if v == "-1" {
+				continue
+			}
+			n, err := units.RAMInBytes(v)
+			if err != nil || n <= 0 {
+				return rot, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid value for log opt max-size: %q", v))
+			}
+			rot.MaxSize = n
+		case "max-file":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				return rot, errdefs.ErrInvalidArgument.WithMessage("max-file cannot be less than 1")
+			}
+			rot.MaxFiles = n
+		case "labels", "labels-regex", "env", "env-regex", "tag":
+			// Attributes of each line; hutch's lines carry none.
+		default:
+			return rot, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("unknown log opt '%s' for json-file log driver", k))
+		}
+	}
+	if rot.MaxFiles > 1 && rot.MaxSize == 0 {
+		return rot, errdefs.ErrInvalidArgument.WithMessage("max-file cannot be set without max-size")
+	}
+	return rot, nil
 }

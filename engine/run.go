@@ -168,18 +168,23 @@ func (e *Engine) startShim(ctx context.Context, c *container.Container) (*shim.C
 		return nil, err
 	}
 	os.Remove(c.Runtime.ExitFile)
+	rot, err := logRotation(c.HostConfig)
+	if err != nil {
+		return nil, err
+	}
 	client, err := shim.Create(ctx, shim.StartOptions{
-		ID:         c.ID,
-		BundleDir:  c.Runtime.BundleDir,
-		StateDir:   filepath.Join(e.opts.StateDir, "runc"),
-		SocketPath: c.Runtime.ShimSocket,
-		LogPath:    c.LogPath,
-		ExitFile:   c.Runtime.ExitFile,
-		Tty:        c.Config.Tty,
-		OpenStdin:  c.Config.OpenStdin,
-		StdinOnce:  c.Config.StdinOnce,
-		ShimBinary: e.opts.ShimBinary,
-		Debug:      e.opts.Debug,
+		LogRotation: rot,
+		ID:          c.ID,
+		BundleDir:   c.Runtime.BundleDir,
+		StateDir:    filepath.Join(e.opts.StateDir, "runc"),
+		SocketPath:  c.Runtime.ShimSocket,
+		LogPath:     c.LogPath,
+		ExitFile:    c.Runtime.ExitFile,
+		Tty:         c.Config.Tty,
+		OpenStdin:   c.Config.OpenStdin,
+		StdinOnce:   c.Config.StdinOnce,
+		ShimBinary:  e.opts.ShimBinary,
+		Debug:       e.opts.Debug,
 
 		// The CLI sends the terminal's size at create: the tty has it
 		// from the start (stty size in the first command).

@@ -242,3 +242,47 @@ func TestBadInputContainers(t *testing.T) {
 		d.Docker(t, "rm", "-f", x)
 	}
 }
+
+// json-file's max-size and max-file rotate the log; logs read across the
+// rotated files.
+func TestLogRotation(t *testing.T) {
+	d, ref := pulled(t)
+	id, err := d.Docker(t, "run", "-d", "--log-opt", "max-size=1k", "--log-opt", "max-file=3", ref,
+		"sh", "-c", "i=0; while [ $i -lt 500 ]; do i=$((i+1)); echo line $i; done")
+	if err != nil {
+		t.Fatal(err, id)
+	}
+	id = strings.TrimSpace(id)
+	if out, err := d.Docker(t, "wait", id); err != nil || strings.TrimSpace(out) != "0" {
+		t.Fatalf("wait: %v %s", err, out)
+	}
+	logPath, _ := d.Docker(t, "inspect", "--format", "{{.LogPath}}", id)
+	logPath = strings.TrimSpace(logPath)
+	files, _ := filepath.Glob(logPath + "*")
+	if len(files) != 3 {
+		t.Errorf("log files %v, want 3 (max-file=3)", files)
+	}
+	for _, f := range files {
+		if st, err := os.Stat(f); err != nil || st.Size() > 1024 {
+			t.Errorf("%s is %d bytes (max-size=1k), %v", f, st.Size(), err)
+		}
+	}
+	out, _ := d.Docker(t, "logs", "--tail", "3", id)
+	if out != "line 498\nline 499\nline 500\n" {
+		t.Errorf("logs --tail 3 = %q", out)
+	}
+	out, _ = d.Docker(t, "logs", id)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) < 20 || lines[len(lines)-1] != "line 500" {
+		t.Errorf("logs across rotated files: %d lines, last %q", len(lines), lines[len(lines)-1])
+	}
+	// Bad options are refused at create.
+	for _, opt := range []string{"max-size=lots", "max-file=0", "nosuch=1"} {
+		if out, err := d.Docker(t, "create", "--log-opt", opt, ref, "true"); err == nil {
+			t.Errorf("--log-opt %s accepted: %s", opt, out)
+		}
+	}
+	if out, err := d.Docker(t, "create", "--log-driver", "syslog", ref, "true"); err == nil || !strings.Contains(out, "not supported") {
+		t.Errorf("--log-driver syslog: %v %s", err, out)
+	}
+}

@@ -2,6 +2,7 @@ package shim
 
 import (
 	"os"
+	"path/filepath"
 
 	"golang.org/x/sys/unix"
 )
@@ -16,6 +17,8 @@ func watchFile(path string, poke func()) (unwatch func(), ok bool) {
 		_ = unix.Close(fd)
 		return nil, false
 	}
+	// A rotation renames path and creates a new one: the directory tells.
+	_, _ = unix.InotifyAddWatch(fd, filepath.Dir(path), unix.IN_CREATE|unix.IN_MOVED_TO)
 	// A non-blocking fd given to os.NewFile joins the runtime poller, so
 	// Close unblocks the pending Read.
 	f := os.NewFile(uintptr(fd), "inotify")

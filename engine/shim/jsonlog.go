@@ -27,20 +27,61 @@ const maxLogLine = 16 * 1024
 
 // LogWriter appends json-file entries to one file for several streams.
 type LogWriter struct {
-	mu  sync.Mutex
-	f   *os.File
-	buf []byte
-	now func() time.Time
+	mu   sync.Mutex
+	f    *os.File
+	path string
+	size int64
+	rot  LogRotation
+	buf  []byte
+	now  func() time.Time
+}
+
+// LogRotation is Docker's json-file max-size and max-file: once the log
+// would grow past MaxSize bytes it is renamed to path.1 (path.1 to path.2,
+// …, keeping MaxFiles files in all) and a new one is started. MaxSize 0
+// means no rotation; MaxFiles below 2 means the log is truncated instead.
+type LogRotation struct {
+	MaxSize  int64 `json:"maxSize,omitempty"`
+	MaxFiles int   `json:"maxFiles,omitempty"`
 }
 
 // OpenLogWriter opens (appending to) the json-file log at path.
-func OpenLogWriter(path string) (*LogWriter, error) {
+func OpenLogWriter(path string, rot LogRotation) (*LogWriter, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640)
 	if err != nil {
 		return nil, err
 	}
-	return &LogWriter{f: f, now: time.Now}, nil
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &LogWriter{f: f, path: path, size: st.Size(), rot: rot, now: time.Now}, nil
 }
+
+// rotate moves the full log aside (or truncates it) and starts a new one.
+func (w *LogWriter) rotate() error {
+	if err := w.f.Close(); err != nil {
+		return err
+	}
+	if w.rot.MaxFiles > 1 {
+		os.Remove(rotatedName(w.path, w.rot.MaxFiles-1))
+		for i := w.rot.MaxFiles - 2; i >= 1; i-- {
+			os.Rename(rotatedName(w.path, i), rotatedName(w.path, i+1))
+		}
+		if err := os.Rename(w.path, rotatedName(w.path, 1)); err != nil {
+			return err
+		}
+	}
+	f, err := os.OpenFile(w.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND|os.O_TRUNC, 0o640)
+	if err != nil {
+		return err
+	}
+	w.f, w.size = f, 0
+	return nil
+}
+
+func rotatedName(path string, i int) string { return fmt.Sprintf("%s.%d", path, i) }
 
 // Close closes the file; streams must be closed first.
 func (w *LogWriter) Close() error { return w.f.Close() }
@@ -64,7 +105,13 @@ func (w *LogWriter) emit(stream string, msg []byte) error {
 	b = t.AppendFormat(b, time.RFC3339Nano)
 	b = append(b, "\"}\n"...)
 	w.buf = b
-	_, err := w.f.Write(b)
+	if w.rot.MaxSize > 0 && w.size > 0 && w.size+int64(len(b)) > w.rot.MaxSize {
+		if err := w.rotate(); err != nil {
+			return err
+		}
+	}
+	n, err := w.f.Write(b)
+	w.size += int64(n)
 	return err
 }
 
@@ -151,31 +198,101 @@ type LogReadOptions struct {
 	Done   <-chan struct{}
 }
 
-// ReadLog calls fn for each selected entry of the json-file log at path, in
-// order. A missing file is errdefs.ErrNotFound. An error from fn stops the
-// read and is returned.
+// ReadLog calls fn for each selected entry of the json-file log at path,
+// and of its rotated predecessors (path.N … path.1), in order. A missing
+// log is errdefs.ErrNotFound. An error from fn stops the read and is
+// returned. Following survives rotation: when path is replaced, the rest
+// of the old file is read, then the new one.
 func ReadLog(ctx context.Context, path string, opts LogReadOptions, fn func(LogEntry) error) error {
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	files := logFiles(path)
+	if len(files) == 0 {
 		return fmt.Errorf("log %s: %w", path, errdefs.ErrNotFound)
+	}
+	start, off := 0, int64(0)
+	if opts.Tail >= 0 {
+		var err error
+		if start, off, err = tailStart(files, opts.Tail); err != nil {
+			return err
+		}
+	}
+	for i := start; i < len(files)-1; i++ {
+		if err := readFile(ctx, files[i], off, LogReadOptions{Since: opts.Since, Until: opts.Until}, fn); err != nil {
+			if errors.Is(err, errStop) {
+				return nil
+			}
+			return err
+		}
+		off = 0
+	}
+	err := readFile(ctx, path, off, opts, fn)
+	if errors.Is(err, errStop) {
+		return nil
+	}
+	return err
+}
+
+// errStop ends a read early without an error (entries past Until).
+var errStop = errors.New("stop")
+
+// logFiles lists the log and its rotated files, oldest first.
+func logFiles(path string) []string {
+	var rotated []string
+	for i := 1; ; i++ {
+		p := rotatedName(path, i)
+		if _, err := os.Stat(p); err != nil {
+			break
+		}
+		rotated = append([]string{p}, rotated...)
+	}
+	if _, err := os.Stat(path); err != nil {
+		if len(rotated) == 0 {
+			return nil
+		}
+	}
+	return append(rotated, path)
+}
+
+// tailStart finds the file and offset where the last n lines begin.
+func tailStart(files []string, n int) (int, int64, error) {
+	for i := len(files) - 1; i >= 0; i-- {
+		f, err := os.Open(files[i])
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return 0, 0, err
+		}
+		off, found, err := tailOffset(f, n)
+		f.Close()
+		if err != nil {
+			return 0, 0, err
+		}
+		if found == n || i == 0 {
+			return i, off, nil
+		}
+		n -= found
+	}
+	return 0, 0, nil
+}
+
+// readFile reads one file from off; with opts.Follow it goes on as the
+// file grows and across a rotation of path.
+func readFile(ctx context.Context, path string, off int64, opts LogReadOptions, fn func(LogEntry) error) error {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) && !opts.Follow {
+		return nil
 	}
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	if opts.Tail >= 0 {
-		off, err := tailOffset(f, opts.Tail)
-		if err != nil {
-			return err
-		}
-		if _, err := f.Seek(off, io.SeekStart); err != nil {
-			return err
-		}
+	defer func() { f.Close() }()
+	if _, err := f.Seek(off, io.SeekStart); err != nil {
+		return err
 	}
 	var w *growthWaiter
 	if opts.Follow {
 		w = newGrowthWaiter(path)
-		defer w.close()
+		defer func() { w.close() }()
 	}
 	br := bufio.NewReaderSize(f, 64*1024)
 	var pending []byte
@@ -189,8 +306,11 @@ func ReadLog(ctx context.Context, path string, opts LogReadOptions, fn func(LogE
 		case err == nil:
 			stop, ferr := deliver(pending, opts, fn)
 			pending = pending[:0]
-			if ferr != nil || stop {
+			if ferr != nil {
 				return ferr
+			}
+			if stop {
+				return errStop
 			}
 			continue
 		case errors.Is(err, bufio.ErrBufferFull):
@@ -203,6 +323,20 @@ func ReadLog(ctx context.Context, path string, opts LogReadOptions, fn func(LogE
 		if !opts.Follow || doneSeen {
 			return nil
 		}
+		if replaced(f, path) {
+			// Rotated: what was left in the old file has been read; go on
+			// with its successor (path itself unless rotations outran us).
+			nf, err := os.Open(successor(f, path))
+			if err != nil {
+				return err
+			}
+			f.Close()
+			w.close()
+			f, w = nf, newGrowthWaiter(path)
+			br.Reset(f)
+			pending = pending[:0]
+			continue
+		}
 		if !opts.Until.IsZero() && time.Now().After(opts.Until) {
 			return nil
 		}
@@ -213,8 +347,39 @@ func ReadLog(ctx context.Context, path string, opts LogReadOptions, fn func(LogE
 			// Read once more to the end: the writer finished before Done.
 			doneSeen = true
 		case <-w.wait():
+		case <-time.After(250 * time.Millisecond):
+			// A rotation may have moved the watched file away.
 		}
 	}
+}
+
+// successor is the file written after f: f was rotated to path.k, so
+// path.(k-1), or path when k is 1 or f is not found among the rotated.
+func successor(f *os.File, path string) string {
+	st, err := f.Stat()
+	if err != nil {
+		return path
+	}
+	for k := 1; k < 100; k++ {
+		other, err := os.Stat(rotatedName(path, k))
+		if err != nil {
+			break
+		}
+		if os.SameFile(st, other) {
+			if k == 1 {
+				return path
+			}
+			return rotatedName(path, k-1)
+		}
+	}
+	return path
+}
+
+// replaced reports whether path now names another file than f.
+func replaced(f *os.File, path string) bool {
+	a, err1 := f.Stat()
+	b, err2 := os.Stat(path)
+	return err1 == nil && err2 == nil && !os.SameFile(a, b)
 }
 
 // deliver decodes one line and hands it to fn if it is selected. stop is
@@ -239,15 +404,16 @@ func deliver(line []byte, opts LogReadOptions, fn func(LogEntry) error) (stop bo
 }
 
 // tailOffset finds where the last n complete lines of f begin, reading
-// backwards so that tailing a big log costs only its tail.
-func tailOffset(f *os.File, n int) (int64, error) {
+// backwards so that tailing a big log costs only its tail. found is how
+// many lines it found (less than n when the file is shorter).
+func tailOffset(f *os.File, n int) (off int64, found int, err error) {
 	st, err := f.Stat()
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	end := st.Size()
 	if n == 0 {
-		return end, nil
+		return end, 0, nil
 	}
 	const chunk = 32 * 1024
 	buf := make([]byte, chunk)
@@ -260,7 +426,7 @@ func tailOffset(f *os.File, n int) (int64, error) {
 		pos -= size
 		b := buf[:size]
 		if _, err := f.ReadAt(b, pos); err != nil && !errors.Is(err, io.EOF) {
-			return 0, err
+			return 0, 0, err
 		}
 		for i := len(b) - 1; i >= 0; i-- {
 			if b[i] != '\n' {
@@ -273,9 +439,12 @@ func tailOffset(f *os.File, n int) (int64, error) {
 			}
 			seen++
 			if seen == n {
-				return pos + int64(i) + 1, nil
+				return pos + int64(i) + 1, n, nil
 			}
 		}
 	}
-	return 0, nil
+	if end > 0 {
+		seen++ // the first line of the file
+	}
+	return 0, seen, nil
 }

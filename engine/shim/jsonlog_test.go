@@ -27,7 +27,7 @@ func clock() func() time.Time {
 func newTestLog(t *testing.T) (*LogWriter, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "json.log")
-	w, err := OpenLogWriter(path)
+	w, err := OpenLogWriter(path, LogRotation{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,4 +289,83 @@ func FuzzReadLog(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestLogRotation(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c-json.log")
+	w, err := OpenLogWriter(path, LogRotation{MaxSize: 300, MaxFiles: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := w.Stream("stdout")
+	for i := 0; i < 40; i++ {
+		fmt.Fprintf(out, "line %02d\n", i)
+	}
+	out.Close()
+	w.Close()
+	for _, p := range []string{path, path + ".1", path + ".2"} {
+		st, err := os.Stat(p)
+		if err != nil || st.Size() > 300 {
+			t.Errorf("%s: %v %v (max-size 300)", p, st, err)
+		}
+	}
+	if _, err := os.Stat(path + ".3"); !os.IsNotExist(err) {
+		t.Errorf("max-file 3 kept a fourth file: %v", err)
+	}
+	var got []string
+	ReadLog(context.Background(), path, LogReadOptions{Tail: -1}, func(e LogEntry) error {
+		got = append(got, strings.TrimSpace(string(e.Line)))
+		return nil
+	})
+	if len(got) == 0 || got[len(got)-1] != "line 39" {
+		t.Fatalf("read across rotated files: %v", got)
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i] <= got[i-1] {
+			t.Errorf("out of order: %v", got)
+			break
+		}
+	}
+	// A tail longer than the current file reaches into the rotated ones.
+	var tail []string
+	ReadLog(context.Background(), path, LogReadOptions{Tail: 7}, func(e LogEntry) error {
+		tail = append(tail, strings.TrimSpace(string(e.Line)))
+		return nil
+	})
+	if len(tail) != 7 || tail[0] != "line 33" || tail[6] != "line 39" {
+		t.Errorf("tail 7 = %v", tail)
+	}
+}
+
+func TestLogFollowAcrossRotation(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c-json.log")
+	w, err := OpenLogWriter(path, LogRotation{MaxSize: 200, MaxFiles: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := w.Stream("stdout")
+	fmt.Fprintf(out, "first\n")
+	done := make(chan struct{})
+	var got []string
+	errc := make(chan error, 1)
+	go func() {
+		errc <- ReadLog(context.Background(), path, LogReadOptions{Tail: -1, Follow: true, Done: done}, func(e LogEntry) error {
+			got = append(got, strings.TrimSpace(string(e.Line)))
+			return nil
+		})
+	}()
+	for i := 0; i < 12; i++ {
+		fmt.Fprintf(out, "l%02d\n", i)
+		time.Sleep(20 * time.Millisecond)
+	}
+	out.Close()
+	w.Close()
+	time.Sleep(300 * time.Millisecond)
+	close(done)
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 13 || got[0] != "first" || got[12] != "l11" {
+		t.Errorf("follow across rotation got %v", got)
+	}
 }

@@ -28,7 +28,7 @@ func Create(ctx context.Context, opts StartOptions) (*Client, error) {
 		return nil, err
 	}
 	cfg := Config{
-		ID: opts.ID, StateDir: opts.StateDir, SocketPath: opts.SocketPath, LogPath: opts.LogPath,
+		ID: opts.ID, StateDir: opts.StateDir, SocketPath: opts.SocketPath, LogPath: opts.LogPath, LogRotation: opts.LogRotation,
 		ExitFile: opts.ExitFile, Tty: opts.Tty, OpenStdin: opts.OpenStdin, StdinOnce: opts.StdinOnce,
 		Height: opts.ConsoleHeight, Width: opts.ConsoleWidth, Debug: opts.Debug,
 	}

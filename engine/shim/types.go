@@ -49,6 +49,8 @@ type StartOptions struct {
 	SocketPath string
 	// LogPath receives the container's output in Docker's json-file format.
 	LogPath string
+	// LogRotation is the json-file max-size/max-file.
+	LogRotation LogRotation
 	// ExitFile receives the exit status (JSON, written atomically) before
 	// the shim exits.
 	ExitFile string
@@ -69,17 +71,18 @@ type StartOptions struct {
 
 // Config is the shim's options file (shim.json), written by Create.
 type Config struct {
-	ID         string `json:"id"`
-	StateDir   string `json:"stateDir"`
-	SocketPath string `json:"socketPath"`
-	LogPath    string `json:"logPath"`
-	ExitFile   string `json:"exitFile"`
-	Tty        bool   `json:"tty,omitempty"`
-	OpenStdin  bool   `json:"openStdin,omitempty"`
-	StdinOnce  bool   `json:"stdinOnce,omitempty"`
-	Height     uint16 `json:"height,omitempty"`
-	Width      uint16 `json:"width,omitempty"`
-	Debug      bool   `json:"debug,omitempty"`
+	ID          string      `json:"id"`
+	StateDir    string      `json:"stateDir"`
+	SocketPath  string      `json:"socketPath"`
+	LogPath     string      `json:"logPath"`
+	LogRotation LogRotation `json:"logRotation,omitempty"`
+	ExitFile    string      `json:"exitFile"`
+	Tty         bool        `json:"tty,omitempty"`
+	OpenStdin   bool        `json:"openStdin,omitempty"`
+	StdinOnce   bool        `json:"stdinOnce,omitempty"`
+	Height      uint16      `json:"height,omitempty"`
+	Width       uint16      `json:"width,omitempty"`
+	Debug       bool        `json:"debug,omitempty"`
 }
 
 // ExitStatus is how a container ended. Death by signal N is 128+N, as in

@@ -148,7 +148,7 @@ func (s *server) create() error {
 		_ = c.Destroy()
 		return err
 	}
-	if s.logw, err = shim.OpenLogWriter(s.cfg.LogPath); err != nil {
+	if s.logw, err = shim.OpenLogWriter(s.cfg.LogPath, s.cfg.LogRotation); err != nil {
 		pr.closeAll()
 		_ = c.Destroy()
 		return err
