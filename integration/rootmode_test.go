@@ -39,4 +39,13 @@ func TestRootModeWithoutRootlesskit(t *testing.T) {
 	if out, err := d.Docker(t, "version"); err != nil || !strings.Contains(out, "hutch") {
 		t.Errorf("docker version: %v\n%s", err, out)
 	}
+	// Containers run as real root too (real cgroups, no user namespace).
+	ref := busybox(t)
+	if out, err := d.Docker(t, "pull", "-q", ref); err != nil {
+		t.Fatalf("pull: %v\n%s\n%s", err, out, d.Log())
+	}
+	out, err := d.Docker(t, "run", "--rm", ref, "sh", "-c", "echo root ok; cat /proc/self/uid_map")
+	if err != nil || !strings.HasPrefix(out, "root ok\n") || !strings.Contains(out, "4294967295") {
+		t.Errorf("docker run as root: %v\n%s\n%s", err, out, d.Log())
+	}
 }
