@@ -60,3 +60,26 @@ func (noContainers) ContainerTop(context.Context, string, string) (containertype
 func (noContainers) ImagePull(context.Context, engine.PullRequest, func(jsonstream.Message)) error {
 	return errNoContainers
 }
+
+func (noContainers) ExecCreate(context.Context, string, containertypes.ExecCreateRequest) (string, error) {
+	return "", errNoContainers
+}
+func (noContainers) ExecStart(context.Context, string, engine.ExecStartRequest, io.Reader, io.Writer, io.Writer) error {
+	return errNoContainers
+}
+func (noContainers) ExecInspect(context.Context, string) (containertypes.ExecInspectResponse, error) {
+	return containertypes.ExecInspectResponse{}, errNoContainers
+}
+func (noContainers) ExecResize(context.Context, string, uint16, uint16) error {
+	return errNoContainers
+}
+
+func (noContainers) ContainerStatPath(context.Context, string, string) (containertypes.PathStat, error) {
+	return containertypes.PathStat{}, errNoContainers
+}
+func (noContainers) ContainerArchivePath(context.Context, string, string) (io.ReadCloser, containertypes.PathStat, error) {
+	return nil, containertypes.PathStat{}, errNoContainers
+}
+func (noContainers) ContainerExtractToDir(context.Context, string, engine.ExtractRequest, io.Reader) error {
+	return errNoContainers
+}

@@ -49,6 +49,17 @@ func (s *Server) routes() []route {
 		{http.MethodPost, "/containers/{id}/rename", s.containerRename},
 		{http.MethodGet, "/containers/{id}/top", s.containerTop},
 		{http.MethodDelete, "/containers/{id}", s.containerRemove},
+
+		// exec
+		{http.MethodPost, "/containers/{id}/exec", s.execCreate},
+		{http.MethodPost, "/exec/{id}/start", s.execStart},
+		{http.MethodPost, "/exec/{id}/resize", s.execResize},
+		{http.MethodGet, "/exec/{id}/json", s.execInspect},
+
+		// archive
+		{http.MethodHead, "/containers/{id}/archive", s.archiveHead},
+		{http.MethodGet, "/containers/{id}/archive", s.archiveGet},
+		{http.MethodPut, "/containers/{id}/archive", s.archivePut},
 	}
 }
 

@@ -49,6 +49,8 @@ type Backend interface {
 	SystemBackend
 	ImageBackend
 	ContainerBackend
+	ExecBackend
+	ArchiveBackend
 }
 
 // Options configures a Server.

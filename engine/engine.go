@@ -58,6 +58,7 @@ type Engine struct {
 	containers *container.Store
 	runs       *runs
 	host       shim.Host
+	execs      execStore
 }
 
 // New opens the engine's state under opts.DataRoot.

@@ -353,7 +353,12 @@ func (e *Engine) ContainerKill(ctx context.Context, ref, signal string) error {
 	if client == nil {
 		return errdefs.ErrConflict.WithMessage(fmt.Sprintf("container %s is not running", c.ID))
 	}
-	return client.Kill(ctx, sig)
+	if sig != syscall.SIGKILL {
+		return client.Kill(ctx, sig)
+	}
+	// As Docker: SIGKILL returns once the exit is recorded, so that a
+	// docker kill is followed by a stopped container.
+	return e.killAndWait(ctx, c.ID, 0)
 }
 
 // ContainerRestart stops (if running) and starts a container.

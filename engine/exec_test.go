@@ -1,0 +1,165 @@
+package engine
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+	"testing/iotest"
+
+	"github.com/containerd/errdefs"
+	containertypes "github.com/moby/moby/api/types/container"
+)
+
+func TestExecEnv(t *testing.T) {
+	cfg := &containertypes.Config{Hostname: "abc", Env: []string{"PATH=/img/bin", "FOO=1", "BAR=2"}}
+	tests := []struct {
+		name    string
+		initEnv []string
+		req     containertypes.ExecCreateRequest
+		want    []string
+	}{
+		{name: "container env", want: []string{"PATH=/img/bin", "HOSTNAME=abc", "FOO=1", "BAR=2"}},
+		{name: "tty adds TERM", req: containertypes.ExecCreateRequest{Tty: true},
+			want: []string{"PATH=/img/bin", "HOSTNAME=abc", "TERM=xterm", "FOO=1", "BAR=2"}},
+		{name: "exec env replaces, appends and removes", req: containertypes.ExecCreateRequest{Env: []string{"FOO=x", "NEW=y", "BAR", "NEW=z"}},
+			want: []string{"PATH=/img/bin", "HOSTNAME=abc", "FOO=x", "NEW=z"}},
+		{name: "the running container's hostname", initEnv: []string{"HOSTNAME=hosty"},
+			want: []string{"PATH=/img/bin", "HOSTNAME=hosty", "FOO=1", "BAR=2"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := execEnv(cfg, tc.initEnv, tc.req); !slices.Equal(got, tc.want) {
+				t.Errorf("= %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseDetachKeys(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []byte
+		bad  bool
+	}{
+		{in: "", want: nil},
+		{in: "ctrl-p,ctrl-q", want: []byte{16, 17}},
+		{in: "a,CTRL-X", want: []byte{'a', 24}},
+		{in: "ctrl-@,ctrl-[,ctrl-\\,ctrl-],ctrl-^,ctrl-_", want: []byte{0, 27, 28, 29, 30, 31}},
+		{in: "ctrl-", bad: true},
+		{in: "ctrl-1", bad: true},
+		{in: "alt-x", bad: true},
+		{in: "ab", bad: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := parseDetachKeys(tc.in)
+			if tc.bad {
+				if !errdefs.IsInvalidArgument(err) {
+					t.Errorf("err = %v, want invalid argument", err)
+				}
+				return
+			}
+			if err != nil || !bytes.Equal(got, tc.want) {
+				t.Errorf("= %v, %v; want %v", got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestEscapeReader(t *testing.T) {
+	tests := []struct {
+		name     string
+		in       string
+		keys     []byte
+		out      string
+		detached bool
+	}{
+		{name: "plain", in: "hello", out: "hello"},
+		{name: "default keys", in: "ab\x10\x11cd", out: "ab", detached: true},
+		{name: "partial match is input", in: "a\x10b\x10", out: "a\x10b\x10"},
+		{name: "repeated first key", in: "\x10\x10\x11", out: "\x10", detached: true},
+		{name: "custom single key", in: "xyz", keys: []byte("y"), out: "x", detached: true},
+		{name: "custom keys", in: "aXbXYc", keys: []byte("XY"), out: "aXb", detached: true},
+	}
+	for _, tc := range tests {
+		for _, oneByte := range []bool{false, true} {
+			t.Run(tc.name, func(t *testing.T) {
+				var src io.Reader = strings.NewReader(tc.in)
+				if oneByte {
+					src = iotest.OneByteReader(src)
+				}
+				detached := false
+				r := newEscapeReader(src, tc.keys, func() { detached = true })
+				got, err := io.ReadAll(r)
+				if string(got) != tc.out || detached != tc.detached {
+					t.Errorf("read %q detached %v, want %q %v", got, detached, tc.out, tc.detached)
+				}
+				if tc.detached != errors.Is(err, errDetached) {
+					t.Errorf("err = %v", err)
+				}
+			})
+		}
+	}
+}
+
+func TestContainerPath(t *testing.T) {
+	for in, want := range map[string]string{
+		"/": "/", "": "/", ".": "/", "/.": "/", "etc": "/etc", "/etc/": "/etc/", "/etc/.": "/etc/.",
+		"/a/../b": "/b", "../../x": "/x", "/a//b/": "/a/b/", "a/./": "/a/",
+	} {
+		if got := containerPath(in); got != want {
+			t.Errorf("containerPath(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestEntryNameAndLinks(t *testing.T) {
+	tests := []struct {
+		name, want string
+		bad        bool
+	}{
+		{name: "a/b", want: "a/b"},
+		{name: "./a/", want: "a"},
+		{name: "/abs/x", want: "abs/x"},
+		{name: "/../x", want: "x"},
+		{name: ".", want: "."},
+		{name: "./", want: "."},
+		{name: "..", bad: true},
+		{name: "../x", bad: true},
+		{name: "a/../../x", bad: true},
+	}
+	for _, tc := range tests {
+		got, err := entryName(tc.name)
+		if tc.bad != errdefs.IsInvalidArgument(err) || (!tc.bad && got != tc.want) {
+			t.Errorf("entryName(%q) = %q, %v", tc.name, got, err)
+		}
+	}
+	for _, tc := range []struct {
+		dest, full string
+		typ        byte
+		link       string
+		bad        bool
+	}{
+		{dest: "/tmp", full: "/tmp/l", typ: tarTypeSymlink, link: "/etc/shadow"},
+		{dest: "/tmp", full: "/tmp/a/l", typ: tarTypeSymlink, link: "../b"},
+		{dest: "/tmp", full: "/tmp/l", typ: tarTypeSymlink, link: "../etc", bad: true},
+		{dest: "/", full: "/l", typ: tarTypeSymlink, link: "../../../etc"},
+		{dest: "/tmp", full: "/tmp/h", typ: tarTypeLink, link: "x/../y"},
+		{dest: "/tmp", full: "/tmp/h", typ: tarTypeLink, link: "../x", bad: true},
+	} {
+		if err := checkLink(tc.dest, tc.full, tc.typ, tc.link); tc.bad != errdefs.IsInvalidArgument(err) {
+			t.Errorf("checkLink(%q, %q, %q) = %v", tc.dest, tc.full, tc.link, err)
+		}
+	}
+}
+
+func TestReplaceOrAppendEnvKeepsInput(t *testing.T) {
+	in := []string{"A=1", "B=2"}
+	out := replaceOrAppendEnv(in, []string{"A"})
+	if !slices.Equal(in, []string{"A=1", "B=2"}) || !slices.Equal(out, []string{"B=2"}) {
+		t.Errorf("in %q out %q", in, out)
+	}
+}
