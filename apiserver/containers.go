@@ -30,6 +30,8 @@ type ContainerBackend interface {
 	ContainerAttach(ctx context.Context, ref string, req engine.AttachRequest, stdin io.Reader, stdout, stderr io.Writer) error
 	ContainerResize(ctx context.Context, ref string, height, width uint16) error
 	ContainerTop(ctx context.Context, ref, psArgs string) (containertypes.TopResponse, error)
+	ContainerPause(ctx context.Context, ref string) error
+	ContainerUnpause(ctx context.Context, ref string) error
 }
 
 func (s *Server) containerCreate(w http.ResponseWriter, r *http.Request) error {
@@ -260,4 +262,20 @@ func (s *Server) containerTop(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, top)
+}
+
+func (s *Server) containerPause(w http.ResponseWriter, r *http.Request) error {
+	if err := s.backend.ContainerPause(r.Context(), r.PathValue("id")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) containerUnpause(w http.ResponseWriter, r *http.Request) error {
+	if err := s.backend.ContainerUnpause(r.Context(), r.PathValue("id")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
 }

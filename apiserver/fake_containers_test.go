@@ -83,3 +83,6 @@ func (noContainers) ContainerArchivePath(context.Context, string, string) (io.Re
 func (noContainers) ContainerExtractToDir(context.Context, string, engine.ExtractRequest, io.Reader) error {
 	return errNoContainers
 }
+
+func (noContainers) ContainerPause(context.Context, string) error   { return errNoContainers }
+func (noContainers) ContainerUnpause(context.Context, string) error { return errNoContainers }

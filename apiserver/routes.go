@@ -48,6 +48,8 @@ func (s *Server) routes() []route {
 		{http.MethodPost, "/containers/{id}/resize", s.containerResize},
 		{http.MethodPost, "/containers/{id}/rename", s.containerRename},
 		{http.MethodGet, "/containers/{id}/top", s.containerTop},
+		{http.MethodPost, "/containers/{id}/pause", s.containerPause},
+		{http.MethodPost, "/containers/{id}/unpause", s.containerUnpause},
 		{http.MethodDelete, "/containers/{id}", s.containerRemove},
 
 		// exec

@@ -265,3 +265,34 @@ func TestReachHostLoopback(t *testing.T) {
 }
 
 var _ = errors.New
+
+// docker pause needs a cgroup freezer: rootless on cgroup v1 has none, and
+// says so; where one exists, pause and unpause work.
+func TestPause(t *testing.T) {
+	d, ref := pulled(t)
+	id, err := d.Docker(t, "run", "-d", ref, "sleep", "300")
+	if err != nil {
+		t.Fatal(err, id)
+	}
+	id = strings.TrimSpace(id)
+	defer d.Docker(t, "rm", "-f", id)
+	out, err := d.Docker(t, "pause", id)
+	if cgroupV1() {
+		if err == nil || !strings.Contains(out, "no cgroup freezer") {
+			t.Errorf("pause on rootless cgroup v1: %v %q, want the clear refusal", err, out)
+		}
+		if st, _ := d.Docker(t, "inspect", "--format", "{{.State.Status}}", id); strings.TrimSpace(st) != "running" {
+			t.Errorf("a refused pause changed the state to %q", st)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("pause: %v %s", err, out)
+	}
+	if st, _ := d.Docker(t, "inspect", "--format", "{{.State.Status}}", id); strings.TrimSpace(st) != "paused" {
+		t.Errorf("after pause: %q", st)
+	}
+	if out, err := d.Docker(t, "unpause", id); err != nil {
+		t.Errorf("unpause: %v %s", err, out)
+	}
+}

@@ -48,4 +48,22 @@ func TestRootModeWithoutRootlesskit(t *testing.T) {
 	if err != nil || !strings.HasPrefix(out, "root ok\n") || !strings.Contains(out, "4294967295") {
 		t.Errorf("docker run as root: %v\n%s\n%s", err, out, d.Log())
 	}
+	// Real root has the cgroup freezer: pause and unpause work.
+	id, err := d.Docker(t, "run", "-d", ref, "sleep", "300")
+	if err != nil {
+		t.Fatal(err, id)
+	}
+	id = strings.TrimSpace(id)
+	if out, err := d.Docker(t, "pause", id); err != nil {
+		t.Errorf("pause as root: %v %s", err, out)
+	}
+	if st, _ := d.Docker(t, "inspect", "--format", "{{.State.Status}}", id); strings.TrimSpace(st) != "paused" {
+		t.Errorf("after pause: %q", st)
+	}
+	if out, err := d.Docker(t, "unpause", id); err != nil {
+		t.Errorf("unpause as root: %v %s", err, out)
+	}
+	if out, err := d.Docker(t, "rm", "-f", id); err != nil {
+		t.Errorf("rm -f: %v %s", err, out)
+	}
 }

@@ -128,6 +128,19 @@ func (c *Client) Kill(ctx context.Context, sig syscall.Signal) error {
 	return err
 }
 
+// Pause freezes the container's processes (Resume thaws them) through the
+// cgroup freezer; without one it is errdefs.ErrFailedPrecondition.
+func (c *Client) Pause(ctx context.Context) error {
+	_, err := c.call(ctx, &Request{Op: OpPause})
+	return err
+}
+
+// Resume thaws a paused container.
+func (c *Client) Resume(ctx context.Context) error {
+	_, err := c.call(ctx, &Request{Op: OpResume})
+	return err
+}
+
 // Resize sets the size of the container's tty (errdefs.ErrFailedPrecondition
 // without one).
 func (c *Client) Resize(ctx context.Context, height, width uint16) error {

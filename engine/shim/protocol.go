@@ -37,6 +37,8 @@ const (
 	OpAttach    = "attach"
 	OpExec      = "exec"
 	OpExecState = "exec-state"
+	OpPause     = "pause"
+	OpResume    = "resume"
 )
 
 // Stream ids in frame headers.

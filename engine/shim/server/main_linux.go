@@ -300,6 +300,26 @@ func (s *server) state() shim.State {
 	}
 }
 
+// freeze pauses or resumes every process of the container through its
+// cgroup freezer.
+func (s *server) freeze(pause bool) error {
+	select {
+	case <-s.exited:
+		return fmt.Errorf("container %s is not running: %w", s.cfg.ID, errdefs.ErrConflict)
+	default:
+	}
+	var err error
+	if pause {
+		err = s.container.Pause()
+	} else {
+		err = s.container.Resume()
+	}
+	if err != nil {
+		return fmt.Errorf("cgroup freezer: %v: %w", err, errdefs.ErrFailedPrecondition)
+	}
+	return nil
+}
+
 func (s *server) kill(sig int) error {
 	if sig <= 0 || sig > 64 {
 		return fmt.Errorf("invalid signal %d: %w", sig, errdefs.ErrInvalidArgument)

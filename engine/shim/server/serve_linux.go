@@ -49,6 +49,12 @@ func (s *server) handle(conn net.Conn) {
 			return
 		}
 		reply(&shim.Response{})
+	case shim.OpPause, shim.OpResume:
+		if err := s.freeze(req.Op == shim.OpPause); err != nil {
+			fail(err)
+			return
+		}
+		reply(&shim.Response{})
 	case shim.OpResize:
 		if err := s.resize(req); err != nil {
 			fail(err)
