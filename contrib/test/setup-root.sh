@@ -4,7 +4,7 @@
 # ranges, and a /dev/net/tun that user may open (for slirp4netns).
 set -euo pipefail
 TEST_USER=${HUTCH_TEST_USER:-hutchtest}
-PKGS=(uidmap slirp4netns fuse-overlayfs busybox-static docker-registry iproute2 runc curl util-linux apache2-utils)
+PKGS=(uidmap slirp4netns fuse-overlayfs busybox-static docker-registry iproute2 runc curl util-linux apache2-utils tmux)
 
 missing=()
 for p in "${PKGS[@]}"; do
