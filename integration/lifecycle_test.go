@@ -221,6 +221,13 @@ func TestContainerSettings(t *testing.T) {
 		{"tmpfs", []string{"--read-only", "--tmpfs", "/scratch", ref, "sh", "-c", "echo t > /scratch/f && cat /scratch/f"}, "t\n", false},
 		{"cap drop", []string{"--cap-drop", "CHOWN", ref, "chown", "1:1", "/tmp"}, "Operation not permitted", true},
 		{"init", []string{"--init", ref, "ps", "-o", "pid,args"}, "1 /sbin/docker-init -- ps", false},
+		{"privileged", []string{"--privileged", ref, "grep", "CapEff", "/proc/self/status"}, "000001ffffffffff", false},
+		{"default caps", []string{ref, "grep", "CapEff", "/proc/self/status"}, "00000000a80425fb", false},
+		{"cap add", []string{"--network", "none", "--cap-add", "NET_ADMIN", ref, "ip", "link", "set", "lo", "mtu", "1400"}, "", false},
+		{"no cap", []string{"--network", "none", ref, "ip", "link", "set", "lo", "mtu", "1400"}, "Operation not permitted", true},
+		{"shm size", []string{"--shm-size", "16m", ref, "df", "-k", "/dev/shm"}, "16384", false},
+		{"ulimit", []string{"--ulimit", "nofile=100:200", ref, "sh", "-c", "ulimit -n; ulimit -Hn"}, "100\n200\n", false},
+		{"stop signal in config", []string{"--stop-signal", "USR1", ref, "true"}, "", false},
 		{"network none", []string{"--network", "none", ref, "ls", "/sys/class/net"}, "lo\n", false},
 		{"default network", []string{ref, "ip", "-4", "addr", "show", "tap0"}, "10.0.2.100", false},
 	} {
