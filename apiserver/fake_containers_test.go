@@ -8,7 +8,6 @@ import (
 	"github.com/hutch-engine/hutch/engine"
 	"github.com/hutch-engine/hutch/engine/container"
 	containertypes "github.com/moby/moby/api/types/container"
-	"github.com/moby/moby/api/types/jsonstream"
 )
 
 // noContainers is a ContainerBackend that has no containers: every call is
@@ -55,10 +54,6 @@ func (noContainers) ContainerResize(context.Context, string, uint16, uint16) err
 }
 func (noContainers) ContainerTop(context.Context, string, string) (containertypes.TopResponse, error) {
 	return containertypes.TopResponse{}, errNoContainers
-}
-
-func (noContainers) ImagePull(context.Context, engine.PullRequest, func(jsonstream.Message)) error {
-	return errNoContainers
 }
 
 func (noContainers) ExecCreate(context.Context, string, containertypes.ExecCreateRequest) (string, error) {

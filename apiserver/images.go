@@ -3,12 +3,15 @@ package apiserver
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/containerd/errdefs"
 	"github.com/hutch-engine/hutch/engine"
 	"github.com/moby/moby/api/pkg/authconfig"
+	"github.com/moby/moby/api/types/image"
 	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/moby/moby/api/types/registry"
 )
@@ -16,6 +19,56 @@ import (
 // ImageBackend is the image half of the engine.
 type ImageBackend interface {
 	ImagePull(ctx context.Context, req engine.PullRequest, progress func(jsonstream.Message)) error
+	ImageList(ctx context.Context, req engine.ImageListRequest) ([]image.Summary, error)
+	ImageInspect(ctx context.Context, ref string) (image.InspectResponse, error)
+	ImageHistory(ctx context.Context, ref string) ([]image.HistoryResponseItem, error)
+	ImageTag(ctx context.Context, ref, repo, tag string) error
+	ImageRemove(ctx context.Context, ref string, req engine.ImageRemoveRequest) ([]image.DeleteResponse, error)
+	ImagePrune(ctx context.Context, filters string) (image.PruneReport, error)
+	ImageImport(ctx context.Context, req engine.ImportRequest, rootfs io.Reader, progress func(jsonstream.Message)) error
+	ImageLoad(ctx context.Context, archive io.Reader, quiet bool, progress func(jsonstream.Message)) error
+	// ImageSave writes the archive to w; nothing is written before every
+	// name is resolved.
+	ImageSave(ctx context.Context, names []string, w io.Writer) error
+	RegistryLogin(ctx context.Context, auth registry.AuthConfig) (registry.AuthResponse, error)
+}
+
+// Docker routes image names with "{name:.*}": names hold slashes
+// ("127.0.0.1:5000/library/busybox:latest"). ServeMux wildcards cannot end
+// a pattern with a fixed suffix after a multi-segment wildcard, so
+// "/images/{rest...}" takes the rest of the path and the last segment
+// chooses the operation. Fixed routes (/images/json, /images/create…) are
+// more specific and win over it.
+
+// imageOps are the operations under /images/{name}/, by method and suffix.
+func (s *Server) imageOps() map[string]func(w http.ResponseWriter, r *http.Request, name string) error {
+	return map[string]func(http.ResponseWriter, *http.Request, string) error{
+		"GET json":    s.imageInspect,
+		"GET history": s.imageHistory,
+		"GET get":     s.imageSaveOne,
+		"POST tag":    s.imageTag,
+		"POST push":   s.imagePush,
+	}
+}
+
+// imageRoute dispatches GET and POST /images/{rest...}; DELETE
+// /images/{rest...} is imageRemove of the whole rest.
+func (s *Server) imageRoute(w http.ResponseWriter, r *http.Request) error {
+	rest := r.PathValue("rest")
+	if r.Method == http.MethodDelete {
+		return s.imageRemove(w, r, rest)
+	}
+	i := strings.LastIndexByte(rest, '/')
+	if i <= 0 {
+		notFound(w, r)
+		return nil
+	}
+	h := s.imageOps()[r.Method+" "+rest[i+1:]]
+	if h == nil {
+		notFound(w, r)
+		return nil
+	}
+	return h(w, r, rest[:i])
 }
 
 // registryAuth decodes X-Registry-Auth (base64url JSON, standard base64
@@ -32,13 +85,14 @@ func registryAuth(r *http.Request) (registry.AuthConfig, error) {
 	return *ac, nil
 }
 
-// imagesCreate is POST /images/create: a pull (fromImage).
+// imagesCreate is POST /images/create: a pull (fromImage) or an import
+// (fromSrc).
 func (s *Server) imagesCreate(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	if q.Get("fromSrc") != "" {
-		return errdefs.ErrNotImplemented.WithMessage("docker import is not supported yet")
-	}
 	if q.Get("fromImage") == "" {
+		if q.Get("fromSrc") != "" {
+			return s.imageImport(w, r)
+		}
 		return errdefs.ErrInvalidArgument.WithMessage("fromImage or fromSrc is required")
 	}
 	auth, err := registryAuth(r)
@@ -53,6 +107,116 @@ func (s *Server) imagesCreate(w http.ResponseWriter, r *http.Request) error {
 		Auth:      auth,
 	}, stream.send)
 	return stream.finish(err)
+}
+
+// summaryV143 is a list item for clients older than API 1.44, which still
+// read VirtualSize.
+type summaryV143 struct {
+	image.Summary
+	VirtualSize int64 `json:"VirtualSize"`
+}
+
+// imageList is GET /images/json, shaped for the request's API version as
+// Docker does.
+func (s *Server) imageList(w http.ResponseWriter, r *http.Request) error {
+	v := APIVersion(r.Context())
+	imgs, err := s.backend.ImageList(r.Context(), engine.ImageListRequest{
+		All:        queryBool(r, "all"),
+		Filters:    r.URL.Query().Get("filters"),
+		SharedSize: !versionLess(v, "1.42") && queryBool(r, "shared-size"),
+	})
+	if err != nil {
+		return err
+	}
+	for i := range imgs {
+		img := &imgs[i]
+		switch {
+		case versionLess(v, "1.43"):
+			if len(img.RepoTags) == 0 && len(img.RepoDigests) == 0 {
+				img.RepoTags, img.RepoDigests = []string{"<none>:<none>"}, []string{"<none>@<none>"}
+			}
+		default:
+			img.RepoTags, img.RepoDigests = nonNil(img.RepoTags), nonNil(img.RepoDigests)
+		}
+		if versionLess(v, "1.51") {
+			img.Containers = -1 // not counted by Docker before 1.51
+		}
+	}
+	if versionLess(v, "1.44") {
+		old := make([]summaryV143, len(imgs))
+		for i, img := range imgs {
+			old[i] = summaryV143{Summary: img, VirtualSize: img.Size}
+		}
+		return writeJSON(w, http.StatusOK, old)
+	}
+	return writeJSON(w, http.StatusOK, imgs)
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func (s *Server) imageInspect(w http.ResponseWriter, r *http.Request, name string) error {
+	resp, err := s.backend.ImageInspect(r.Context(), name)
+	if err != nil {
+		return err
+	}
+	if versionLess(APIVersion(r.Context()), "1.44") {
+		return writeJSON(w, http.StatusOK, struct {
+			image.InspectResponse
+			VirtualSize int64 `json:"VirtualSize"`
+		}{resp, resp.Size})
+	}
+	return writeJSON(w, http.StatusOK, resp)
+}
+
+func (s *Server) imageHistory(w http.ResponseWriter, r *http.Request, name string) error {
+	h, err := s.backend.ImageHistory(r.Context(), name)
+	if err != nil {
+		return err
+	}
+	if h == nil {
+		h = []image.HistoryResponseItem{}
+	}
+	return writeJSON(w, http.StatusOK, h)
+}
+
+func (s *Server) imageTag(w http.ResponseWriter, r *http.Request, name string) error {
+	q := r.URL.Query()
+	if err := s.backend.ImageTag(r.Context(), name, q.Get("repo"), q.Get("tag")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusCreated)
+	return nil
+}
+
+func (s *Server) imagePush(w http.ResponseWriter, r *http.Request, name string) error {
+	return errdefs.ErrNotImplemented.WithMessage("docker push is not supported yet")
+}
+
+func (s *Server) imageRemove(w http.ResponseWriter, r *http.Request, name string) error {
+	recs, err := s.backend.ImageRemove(r.Context(), name, engine.ImageRemoveRequest{
+		Force:   queryBool(r, "force"),
+		NoPrune: queryBool(r, "noprune"),
+	})
+	if err != nil {
+		return err
+	}
+	if recs == nil {
+		recs = []image.DeleteResponse{}
+	}
+	return writeJSON(w, http.StatusOK, recs)
+}
+
+func (s *Server) imagePrune(w http.ResponseWriter, r *http.Request) error {
+	rep, err := s.backend.ImagePrune(r.Context(), r.URL.Query().Get("filters"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, rep)
 }
 
 // jsonStream writes Docker's newline-delimited JSON progress: the headers

@@ -30,8 +30,17 @@ func (s *Server) routes() []route {
 		{http.MethodGet, "/version", s.version},
 		{http.MethodGet, "/info", s.info},
 
-		// images
+		// images; names hold slashes: /images/{rest...} dispatches on the
+		// last segment (imageRoute), the fixed paths are more specific.
 		{http.MethodPost, "/images/create", s.imagesCreate},
+		{http.MethodGet, "/images/json", s.imageList},
+		{http.MethodGet, "/images/get", s.imageSaveMany},
+		{http.MethodPost, "/images/load", s.imageLoad},
+		{http.MethodPost, "/images/prune", s.imagePrune},
+		{http.MethodGet, "/images/{rest...}", s.imageRoute},
+		{http.MethodPost, "/images/{rest...}", s.imageRoute},
+		{http.MethodDelete, "/images/{rest...}", s.imageRoute},
+		{http.MethodPost, "/auth", s.auth},
 
 		// containers
 		{http.MethodPost, "/containers/create", s.containerCreate},

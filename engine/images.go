@@ -2,10 +2,18 @@ package engine
 
 import (
 	"context"
+	"slices"
+	"sort"
+	"time"
 
 	"github.com/containerd/errdefs"
+	"github.com/distribution/reference"
+	"github.com/hutch-engine/hutch/engine/container"
+	"github.com/moby/moby/api/types/image"
 	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/moby/moby/api/types/registry"
+	"github.com/moby/moby/api/types/storage"
+	"github.com/opencontainers/go-digest"
 )
 
 // PullRequest is POST /images/create?fromImage=…
@@ -16,8 +24,377 @@ type PullRequest struct {
 
 // ImagePull pulls an image, reporting Docker's progress stream.
 func (e *Engine) ImagePull(ctx context.Context, req PullRequest, progress func(jsonstream.Message)) error {
-	if e.images == nil {
-		return errdefs.ErrUnavailable.WithMessage("no image store")
+	store, err := e.imageStore()
+	if err != nil {
+		return err
 	}
-	return e.images.PullImage(ctx, req.FromImage, req.Tag, req.Auth, req.Platform, progress)
+	return store.PullImage(ctx, req.FromImage, req.Tag, req.Auth, req.Platform, progress)
+}
+
+func (e *Engine) imageStore() (ImageStore, error) {
+	if e.images == nil {
+		return nil, errdefs.ErrUnavailable.WithMessage("no image store")
+	}
+	return e.images, nil
+}
+
+// imageCount is /info's Images: every image of the store.
+func (e *Engine) imageCount(ctx context.Context) int {
+	if e.images == nil {
+		return 0
+	}
+	imgs, err := e.images.ListImages(ctx)
+	if err != nil {
+		e.log.WarnContext(ctx, "counting images", "err", err)
+		return 0
+	}
+	return len(imgs)
+}
+
+// ImageListRequest is GET /images/json.
+type ImageListRequest struct {
+	All        bool
+	Filters    string // the raw filters JSON
+	SharedSize bool
+}
+
+var imageListFilters = map[string]bool{"dangling": true, "label": true, "before": true, "since": true, "reference": true, "until": true}
+
+// ImageList answers GET /images/json, newest first. Containers is the
+// number of containers made from the image; SharedSize is -1 unless asked.
+func (e *Engine) ImageList(ctx context.Context, req ImageListRequest) ([]image.Summary, error) {
+	store, err := e.imageStore()
+	if err != nil {
+		return nil, err
+	}
+	f, err := parseImageFilters(req.Filters, imageListFilters)
+	if err != nil {
+		return nil, err
+	}
+	danglingOnly, err := filterBool(f, "dangling", false)
+	if err != nil {
+		return nil, err
+	}
+	before, since, err := e.createdBounds(ctx, store, f)
+	if err != nil {
+		return nil, err
+	}
+	imgs, err := store.ListImages(ctx)
+	if err != nil {
+		return nil, err
+	}
+	users, err := e.imageUsers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	children := childrenOf(imgs)
+	out := make([]image.Summary, 0, len(imgs))
+	for i := range imgs {
+		img := &imgs[i]
+		if (!before.IsZero() && !img.Created.Before(before)) || (!since.IsZero() && !img.Created.After(since)) {
+			continue
+		}
+		if len(f["label"]) > 0 && (img.Config == nil || !matchKV(f, "label", img.Config.Config.Labels)) {
+			continue
+		}
+		tags, digests, err := matchingRefs(img.Refs, f)
+		if err != nil {
+			return nil, err
+		}
+		if len(tags) == 0 && len(digests) == 0 {
+			if !req.All && children[img.ID] {
+				continue // an intermediate image
+			}
+			if (len(f["dangling"]) > 0 && !danglingOnly) || len(f["reference"]) > 0 {
+				continue
+			}
+		} else if danglingOnly && len(tags) > 0 {
+			continue
+		}
+		s := image.Summary{
+			ID:          img.ID,
+			ParentID:    img.Parent,
+			RepoTags:    tags,
+			RepoDigests: digests,
+			Created:     img.Created.Unix(),
+			Size:        img.Size(),
+			SharedSize:  -1,
+			Containers:  int64(len(users[img.ID])),
+		}
+		if img.Config != nil {
+			s.Labels = img.Config.Config.Labels
+		}
+		out = append(out, s)
+	}
+	if req.SharedSize {
+		setSharedSizes(imgs, out)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Created > out[j].Created })
+	return out, nil
+}
+
+// createdBounds resolves the before, since and until filters of a list.
+func (e *Engine) createdBounds(ctx context.Context, store ImageStore, f container.Filters) (before, since time.Time, err error) {
+	for _, ref := range sortedValues(f, "before") {
+		img, err := store.LookupImage(ctx, ref)
+		if err != nil {
+			return before, since, err
+		}
+		if before.IsZero() || img.Created.Before(before) {
+			before = img.Created
+		}
+	}
+	for _, v := range sortedValues(f, "until") {
+		ts, err := parseTimestamp(v, time.Now())
+		if err != nil {
+			return before, since, err
+		}
+		if before.IsZero() || ts.Before(before) {
+			before = ts
+		}
+	}
+	for _, ref := range sortedValues(f, "since") {
+		img, err := store.LookupImage(ctx, ref)
+		if err != nil {
+			return before, since, err
+		}
+		if img.Created.After(since) {
+			since = img.Created
+		}
+	}
+	return before, since, nil
+}
+
+// matchingRefs splits refs into Docker's familiar RepoTags and RepoDigests,
+// keeping only those a "reference" filter matches.
+func matchingRefs(refs []string, f container.Filters) (tags, digests []string, err error) {
+	for _, r := range refs {
+		named, perr := reference.ParseNormalizedNamed(r)
+		if perr != nil {
+			continue
+		}
+		if patterns := sortedValues(f, "reference"); len(patterns) > 0 {
+			found := false
+			for _, p := range patterns {
+				ok, merr := reference.FamiliarMatch(p, named)
+				if merr != nil {
+					return nil, nil, errdefs.ErrInvalidArgument.WithMessage("invalid reference filter " + p + ": " + merr.Error())
+				}
+				if ok {
+					found = true
+					break
+				}
+			}
+			if !found {
+				continue
+			}
+		}
+		if _, ok := named.(reference.Canonical); ok {
+			digests = append(digests, reference.FamiliarString(named))
+		} else if _, ok := named.(reference.Tagged); ok {
+			tags = append(tags, reference.FamiliarString(named))
+		}
+	}
+	return tags, digests, nil
+}
+
+// childrenOf returns the IDs of images another image was committed from.
+func childrenOf(imgs []Image) map[string]bool {
+	m := map[string]bool{}
+	for _, img := range imgs {
+		if img.Parent != "" {
+			m[img.Parent] = true
+		}
+	}
+	return m
+}
+
+// setSharedSizes fills SharedSize: the size of the layers an image shares
+// with any other image.
+func setSharedSizes(imgs []Image, out []image.Summary) {
+	users := map[string]int{}
+	for _, img := range imgs {
+		for _, l := range img.Layers {
+			users[l.ID]++
+		}
+	}
+	byID := map[string]*Image{}
+	for i := range imgs {
+		byID[imgs[i].ID] = &imgs[i]
+	}
+	for i := range out {
+		out[i].SharedSize = 0
+		for _, l := range byID[out[i].ID].Layers {
+			if users[l.ID] > 1 {
+				out[i].SharedSize += l.Size
+			}
+		}
+	}
+}
+
+// imageUsers maps image IDs to the containers made from them.
+func (e *Engine) imageUsers(ctx context.Context) (map[string][]*container.Container, error) {
+	list, err := e.containers.List(ctx, container.ListOptions{All: true})
+	if err != nil {
+		return nil, err
+	}
+	m := map[string][]*container.Container{}
+	for _, c := range list {
+		m[c.ImageID] = append(m[c.ImageID], c)
+	}
+	return m, nil
+}
+
+// ImageInspect answers GET /images/{name}/json.
+func (e *Engine) ImageInspect(ctx context.Context, ref string) (image.InspectResponse, error) {
+	store, err := e.imageStore()
+	if err != nil {
+		return image.InspectResponse{}, err
+	}
+	img, err := store.LookupImage(ctx, ref)
+	if err != nil {
+		return image.InspectResponse{}, err
+	}
+	tags, digests, _ := matchingRefs(img.Refs, nil)
+	resp := image.InspectResponse{
+		ID:          img.ID,
+		RepoTags:    nonNil(tags),
+		RepoDigests: nonNil(digests),
+		Comment:     img.Comment,
+		Created:     img.Created.UTC().Format(time.RFC3339Nano),
+		Size:        img.Size(),
+		GraphDriver: &storage.DriverData{Name: store.Driver(), Data: img.DriverData},
+		RootFS:      image.RootFS{Type: "layers"},
+		Metadata:    image.Metadata{LastTagTime: img.LastTagTime},
+	}
+	for _, l := range img.Layers {
+		resp.RootFS.Layers = append(resp.RootFS.Layers, l.DiffID.String())
+	}
+	if cfg := img.Config; cfg != nil {
+		resp.Author = cfg.Author
+		resp.Architecture, resp.Variant = cfg.Architecture, cfg.Variant
+		resp.Os, resp.OsVersion = cfg.OS, cfg.OSVersion
+		c := cfg.Config
+		resp.Config = &c
+		if len(cfg.RootFS.DiffIDs) > 0 {
+			// The config's list is authoritative, empty layers included.
+			resp.RootFS.Layers = resp.RootFS.Layers[:0]
+			for _, d := range cfg.RootFS.DiffIDs {
+				resp.RootFS.Layers = append(resp.RootFS.Layers, d.String())
+			}
+		}
+	}
+	return resp, nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// ImageHistory answers GET /images/{name}/history: the config's history,
+// newest first, with the size of each entry's layer. As in Docker, only
+// the newest entry carries the image's ID and tags; the others are
+// "<missing>" unless they are the image's parent.
+func (e *Engine) ImageHistory(ctx context.Context, ref string) ([]image.HistoryResponseItem, error) {
+	store, err := e.imageStore()
+	if err != nil {
+		return nil, err
+	}
+	img, err := store.LookupImage(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	var out []image.HistoryResponseItem
+	if img.Config != nil {
+		layer := 0
+		for _, h := range img.Config.History {
+			item := image.HistoryResponseItem{ID: "<missing>", CreatedBy: h.CreatedBy, Comment: h.Comment}
+			if h.Created != nil {
+				item.Created = h.Created.Unix()
+			}
+			if !h.EmptyLayer {
+				if layer < len(img.Layers) {
+					item.Size = img.Layers[layer].Size
+				}
+				layer++
+			}
+			out = append(out, item)
+		}
+	}
+	slices.Reverse(out)
+	if len(out) == 0 {
+		// No history recorded: one entry for the image itself.
+		out = append(out, image.HistoryResponseItem{ID: "<missing>", Created: img.Created.Unix(), Size: img.Size()})
+	}
+	for i, cur := 0, img; i < len(out) && cur != nil; i++ {
+		out[i].ID = cur.ID
+		out[i].Tags, _, _ = matchingRefs(cur.Refs, nil)
+		if cur.Parent == "" {
+			break
+		}
+		if cur, err = store.LookupImage(ctx, cur.Parent); err != nil {
+			break
+		}
+	}
+	return out, nil
+}
+
+// ImageTag answers POST /images/{name}/tag?repo=&tag=.
+func (e *Engine) ImageTag(ctx context.Context, ref, repo, tag string) error {
+	store, err := e.imageStore()
+	if err != nil {
+		return err
+	}
+	named, err := repoTagReference(repo, tag)
+	if err != nil {
+		return err
+	}
+	if named == nil {
+		return errdefs.ErrInvalidArgument.WithMessage("repository name (repo) is required")
+	}
+	if reference.FamiliarName(named) == string(digest.Canonical) {
+		return errdefs.ErrInvalidArgument.WithMessage("refusing to create an ambiguous tag using digest algorithm as name")
+	}
+	img, err := store.LookupImage(ctx, ref)
+	if err != nil {
+		return err
+	}
+	return store.TagImage(ctx, img.ID, named.String())
+}
+
+// repoTagReference combines the repo and tag parameters of tag and import
+// as Docker does: no repo is no reference, no tag is "latest", a digest is
+// refused.
+func repoTagReference(repo, tag string) (reference.NamedTagged, error) {
+	if repo == "" {
+		return nil, nil
+	}
+	named, err := reference.ParseNormalizedNamed(repo)
+	if err != nil {
+		return nil, invalidReference(err)
+	}
+	if _, ok := named.(reference.Digested); ok {
+		return nil, errdefs.ErrInvalidArgument.WithMessage("cannot import digest reference")
+	}
+	if tag != "" {
+		nt, err := reference.WithTag(named, tag)
+		if err != nil {
+			return nil, invalidReference(err)
+		}
+		return nt, nil
+	}
+	nt, ok := reference.TagNameOnly(named).(reference.NamedTagged)
+	if !ok {
+		return nil, errdefs.ErrInvalidArgument.WithMessage("invalid reference: " + repo)
+	}
+	return nt, nil
+}
+
+// invalidReference classes a reference parse error, keeping the library's
+// message ("invalid reference format…") as Docker does.
+func invalidReference(err error) error {
+	return errdefs.ErrInvalidArgument.WithMessage(err.Error())
 }

@@ -2,16 +2,21 @@ package engine
 
 import (
 	"context"
+	"io"
+	"time"
 
 	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
 	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/moby/moby/api/types/registry"
+	"github.com/opencontainers/go-digest"
 )
 
-// ImageStore is what the container side of the engine needs of the image
-// and layer store; storage.Store implements it. Errors are classed at the
-// source: an unknown image is errdefs.ErrNotFound with Docker's
-// "No such image: <ref>".
+// ImageStore is what the engine needs of the image and layer store;
+// storage.Store implements it. Errors are classed at the source: an unknown
+// image is errdefs.ErrNotFound with Docker's "No such image: <ref>", an
+// unparsable reference errdefs.ErrInvalidArgument with the reference
+// library's "invalid reference format…", an image a container's rootfs
+// still uses errdefs.ErrConflict.
 type ImageStore interface {
 	// ContainerImage resolves ref (name, ID or ID prefix) to the image a
 	// new container is made from: its ID ("sha256:…") and config.
@@ -33,4 +38,101 @@ type ImageStore interface {
 	// describes it, for /info.
 	Driver() string
 	DriverStatus() [][2]string
+
+	// ListImages returns every image of the store (without DriverData).
+	ListImages(ctx context.Context) ([]Image, error)
+	// LookupImage finds ref as Docker does: a full ID ("sha256:<hex>" or
+	// hex), a name ("busybox" is docker.io/library/busybox:latest), a
+	// digest reference, or an unambiguous ID prefix.
+	LookupImage(ctx context.Context, ref string) (*Image, error)
+	// TagImage gives image id the fully qualified tagged name
+	// ("docker.io/library/busybox:1"), taking it from any image that had it.
+	TagImage(ctx context.Context, id, name string) error
+	// UntagImage removes ref (fully qualified tag or digest reference) from
+	// image id. Removing a reference the image does not have is no error.
+	UntagImage(ctx context.Context, id, ref string) error
+	// DeleteImage deletes image id with its names, and the layers no other
+	// image or rootfs uses; it returns the storage IDs of the deleted
+	// layers, top first.
+	DeleteImage(ctx context.Context, id string) (layers []string, err error)
+	// ImportImage stores a rootfs tar (plain or compressed) as a one-layer
+	// image whose config is cfg with its RootFS filled in, named name (fully
+	// qualified, or "" for none). A failure leaves no image and no layer.
+	ImportImage(ctx context.Context, rootfs io.Reader, cfg ImportConfig, name string) (id string, err error)
+	// LoadImages stores the images of a `docker save` archive (plain or
+	// compressed), in archive order. An image that fails leaves nothing
+	// behind; images loaded before it stay, as in Docker.
+	LoadImages(ctx context.Context, archive io.Reader) ([]LoadedImage, error)
+	// SaveImages writes images in Docker's archive format to w.
+	SaveImages(ctx context.Context, images []SaveImage, w io.Writer) error
+	// RegistryLogin checks credentials against auth.ServerAddress's
+	// registry. Rejected credentials are errdefs.ErrUnauthenticated.
+	RegistryLogin(ctx context.Context, auth registry.AuthConfig) error
+}
+
+// Image is an image of the store as the image service sees it.
+type Image struct {
+	// ID is "sha256:" + the hex digest of the config.
+	ID string
+	// Refs are its references, fully qualified: tags
+	// ("docker.io/library/busybox:latest") first, then digest references
+	// ("docker.io/library/busybox@sha256:…").
+	Refs []string
+	// Config is the image config; nil if it cannot be read.
+	Config *dockerspec.DockerOCIImage
+	// Comment is the config's top-level "comment" (docker import -m).
+	Comment string
+	// Parent is the ID of the image a commit made this one from, or "".
+	Parent string
+	// Layers are the image's layers, bottom first.
+	Layers []ImageLayer
+	// Created is the config's creation time, else when it was stored.
+	Created time.Time
+	// LastTagTime is when TagImage last named it (zero if never).
+	LastTagTime time.Time
+	// DriverData describes the top layer to the graph driver (overlay's
+	// LowerDir, UpperDir…); LookupImage fills it, ListImages does not.
+	DriverData map[string]string
+}
+
+// ImageLayer is one layer of an image.
+type ImageLayer struct {
+	ID     string        // the store's layer ID
+	DiffID digest.Digest // digest of the uncompressed content
+	Size   int64         // uncompressed size in bytes
+}
+
+// Size is the image's size as Docker reports it: the uncompressed size of
+// its layers.
+func (img *Image) Size() int64 {
+	var n int64
+	for _, l := range img.Layers {
+		n += l.Size
+	}
+	return n
+}
+
+// ImportConfig is the config of an imported image.
+type ImportConfig struct {
+	// Image is the config; the store fills in RootFS.
+	Image dockerspec.DockerOCIImage
+	// Comment is written as the config's top-level "comment", as Docker does.
+	Comment string
+}
+
+// LoadedImage is one image of a loaded archive.
+type LoadedImage struct {
+	ID string
+	// Names are the fully qualified tags the archive gave it, in order.
+	Names []string
+	// Replaced maps each name that belonged to another image before the
+	// load to that image's ID.
+	Replaced map[string]string
+}
+
+// SaveImage is one image to save and the fully qualified tags to record
+// for it in the archive (none: the image is saved by ID).
+type SaveImage struct {
+	ID    string
+	Names []string
 }

@@ -47,6 +47,7 @@ func (e *Engine) Info(ctx context.Context) (*system.Info, error) {
 	if e.images != nil {
 		info.Driver = e.images.Driver()
 		info.DriverStatus = e.images.DriverStatus()
+		info.Images = e.imageCount(ctx)
 	}
 	if list, err := e.containers.List(ctx, container.ListOptions{All: true}); err == nil {
 		for _, c := range list {

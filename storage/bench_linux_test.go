@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/hutch-engine/hutch/engine"
 	"github.com/hutch-engine/hutch/storage/testimage"
 )
 
@@ -82,4 +84,53 @@ func benchUntar(b *testing.B, img v1.Image) {
 			b.Fatalf("%v: %s", err, out)
 		}
 	}
+}
+
+// BenchmarkImport imports the busybox rootfs (docker import) into a fresh
+// store per iteration.
+func BenchmarkImport(b *testing.B) {
+	rootfs := rootfsTar(b, false)
+	for b.Loop() {
+		b.StopTimer()
+		s := newStore(b, "")
+		b.StartTimer()
+		if _, err := s.ImportImage(context.Background(), bytes.NewReader(rootfs), engine.ImportConfig{}, "docker.io/library/imported:1"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkSaveLoad saves the busybox image (docker save) and loads it
+// into a fresh store (docker load).
+func BenchmarkSaveLoad(b *testing.B) {
+	reg := newRegistry(b, "", "")
+	img, err := testimage.Busybox()
+	if err != nil {
+		b.Fatal(err)
+	}
+	ref := reg.push(b, "busybox:latest", img)
+	src := newStore(b, "")
+	pulled, err := src.Pull(context.Background(), ref, PullOptions{}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var archive bytes.Buffer
+	b.Run("save", func(b *testing.B) {
+		for b.Loop() {
+			archive.Reset()
+			if err := src.SaveImages(context.Background(), []engine.SaveImage{{ID: pulled.ID, Names: []string{ref}}}, &archive); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("load", func(b *testing.B) {
+		for b.Loop() {
+			b.StopTimer()
+			s := newStore(b, "")
+			b.StartTimer()
+			if _, err := s.LoadImages(context.Background(), bytes.NewReader(archive.Bytes())); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -1,4 +1,5 @@
-// Package storage owns hutch's layer store and the pull path.
+// Package storage owns hutch's layer store and every way images come in and
+// out of it: pull, import, load and save.
 //
 // It wraps go.podman.io/storage (layers, images, container layers on disk)
 // with options built explicitly for a per-user daemon: inside rootlesskit the
@@ -17,6 +18,19 @@
 // way the progress (containers/image events, the fetcher's reads, the layer
 // commits seen by a thin wrapper around the store) becomes Docker's pull
 // stream.
+//
+// Images that do not come from a registry take the same road: docker
+// import writes the rootfs as a one-layer OCI layout (the store extracts
+// the layer once, from the uncompressed tar), docker load reads Docker's
+// archive with the docker-archive transport, and docker save writes one
+// through a pipe, all with copy.Image. Copies that fail remove the layers
+// they created, as failed pulls do.
+//
+// Docker keeps digest references ("busybox@sha256:…") apart from tags;
+// containers/storage has names only. The digests pulls resolved to, the
+// last tag time and a commit's parent live in one image big-data item
+// (imagemeta.go), so that tagging or importing adds no digest reference
+// and untagging removes exactly what Docker's reference store would.
 //
 // Programs linking this package must call reexec.Init() from
 // go.podman.io/storage/pkg/reexec first thing in main: layer extraction

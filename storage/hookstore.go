@@ -16,7 +16,7 @@ import (
 // happen, and to know which layers a failed pull created.
 type hookedStore struct {
 	cstorage.Store
-	progress *pullProgress
+	progress *pullProgress // nil: no progress to report (import, load)
 
 	mu      sync.Mutex
 	created []string // layer IDs created by this pull, in order
@@ -30,7 +30,7 @@ func (h *hookedStore) PutLayer(id, parent string, names []string, mountLabel str
 		blob = options.OriginalDigest
 	}
 	tracked := false
-	if diff != nil && blob != "" {
+	if h.progress != nil && diff != nil && blob != "" {
 		if total, ok := h.progress.extractStart(blob); ok {
 			tracked = true
 			diff = &progressReader{r: diff, total: total, report: func(n int64) { h.progress.extracting(blob, n) }}

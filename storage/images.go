@@ -1,15 +1,12 @@
 package storage
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
 	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
 	"github.com/opencontainers/go-digest"
@@ -61,7 +58,8 @@ func (s *Store) lookup(ref string) (*cstorage.Image, error) {
 		}
 		return nil, notFound
 	}
-	if named, err := reference.ParseNormalizedNamed(ref); err == nil {
+	named, perr := reference.ParseNormalizedNamed(ref)
+	if perr == nil {
 		if c, ok := named.(reference.Canonical); ok {
 			if img := s.byDigest(named.Name(), c.Digest()); img != nil {
 				return img, nil
@@ -75,11 +73,15 @@ func (s *Store) lookup(ref string) (*cstorage.Image, error) {
 			return img, nil
 		}
 	}
+	if perr != nil {
+		// Neither a name nor an ID: Docker answers 400, not 404.
+		return nil, invalidReference(perr)
+	}
 	return nil, notFound
 }
 
 // byDigest finds the image of repository repo whose manifest (or manifest
-// list) has digest d.
+// list) has digest d, or that a pull recorded as repo@d.
 func (s *Store) byDigest(repo string, d digest.Digest) *cstorage.Image {
 	imgs, err := s.cs.Images()
 	if err != nil {
@@ -87,6 +89,9 @@ func (s *Store) byDigest(repo string, d digest.Digest) *cstorage.Image {
 	}
 	for i := range imgs {
 		img := &imgs[i]
+		if slices.Contains(s.meta(img).RepoDigests[repo], d) {
+			return img
+		}
 		if !slices.Contains(img.Digests, d) && img.Digest != d {
 			continue
 		}
@@ -98,6 +103,9 @@ func (s *Store) byDigest(repo string, d digest.Digest) *cstorage.Image {
 	}
 	return nil
 }
+
+// hexOf strips the "sha256:" of an image ID.
+func hexOf(id string) string { return strings.TrimPrefix(id, "sha256:") }
 
 func isHex(s string) bool {
 	for _, c := range s {
@@ -136,54 +144,44 @@ func (s *Store) ImageConfig(ref string) (*dockerspec.DockerOCIImage, error) {
 	return &cfg, nil
 }
 
-// RemoveImage deletes the image (all its names) and the layers no other
-// image uses, returning the IDs of the deleted layers. It returns
-// errdefs.ErrNotFound for an unknown image and errdefs.ErrConflict when a
-// container uses it.
-func (s *Store) RemoveImage(ctx context.Context, ref string) ([]string, error) {
-	img, err := s.lookup(ref)
-	if err != nil {
-		return nil, err
-	}
-	layers, err := s.cs.DeleteImage(img.ID, true)
-	switch {
-	case errors.Is(err, cstorage.ErrImageUsedByContainer):
-		return nil, fmt.Errorf("image %s is used by a container: %w", img.ID, errdefs.ErrConflict)
-	case errors.Is(err, cstorage.ErrImageUnknown):
-		return nil, noSuchImage(ref)
-	case err != nil:
-		return nil, fmt.Errorf("storage: deleting image %s: %w", img.ID, err)
-	}
-	return layers, nil
-}
-
 // toImage converts a library image record.
 func (s *Store) toImage(img *cstorage.Image) *Image {
-	// The "manifest" item is the image's own manifest; other manifest
-	// digests are lists it was pulled through, which Docker records.
-	own := img.BigDataDigests[cstorage.ImageDigestBigDataKey]
-	if own == "" {
-		own = img.Digest
-	}
 	out := &Image{
 		ID:       "sha256:" + img.ID,
 		Names:    append([]string(nil), img.Names...),
 		TopLayer: img.TopLayer,
-		Digest:   own,
+		Digest:   ownDigest(img),
 		Created:  img.Created,
 	}
-	digests := img.Digests
-	if len(digests) > 1 {
-		digests = slices.DeleteFunc(slices.Clone(digests), func(d digest.Digest) bool { return d == own })
+	tags, digests := s.refs(img)
+	for _, r := range tags {
+		out.RepoTags = append(out.RepoTags, reference.FamiliarString(r))
 	}
-	if len(digests) == 0 && own != "" {
-		digests = []digest.Digest{own}
+	for _, r := range digests {
+		out.RepoDigests = append(out.RepoDigests, reference.FamiliarString(r))
 	}
+	return out
+}
+
+// ownDigest is the digest of the image's own manifest: the "manifest" item;
+// other manifest digests are lists it was pulled through.
+func ownDigest(img *cstorage.Image) digest.Digest {
+	if d := img.BigDataDigests[cstorage.ImageDigestBigDataKey]; d != "" {
+		return d
+	}
+	return img.Digest
+}
+
+// refs returns the image's references as Docker keeps them: its tags (the
+// tagged names), and its digest references (names stored with a digest,
+// and the repo@digest pairs pulls recorded). Tags come first, each list in
+// lexical order.
+func (s *Store) refs(img *cstorage.Image) (tags, digests []reference.Named) {
 	seen := map[string]bool{}
-	addDigest := func(s string) {
-		if !seen[s] {
-			seen[s] = true
-			out.RepoDigests = append(out.RepoDigests, s)
+	addDigest := func(c reference.Named) {
+		if !seen[c.String()] {
+			seen[c.String()] = true
+			digests = append(digests, c)
 		}
 	}
 	for _, n := range img.Names {
@@ -191,16 +189,32 @@ func (s *Store) toImage(img *cstorage.Image) *Image {
 		if err != nil {
 			continue
 		}
-		if c, ok := named.(reference.Canonical); ok {
-			addDigest(reference.FamiliarString(c))
+		if _, ok := named.(reference.Canonical); ok {
+			addDigest(named)
 		} else if _, ok := named.(reference.Tagged); ok {
-			out.RepoTags = append(out.RepoTags, reference.FamiliarString(named))
+			tags = append(tags, named)
 		}
-		for _, d := range digests {
+	}
+	m := s.meta(img)
+	repos := make([]string, 0, len(m.RepoDigests))
+	for repo := range m.RepoDigests {
+		repos = append(repos, repo)
+	}
+	slices.Sort(repos)
+	for _, repo := range repos {
+		named, err := reference.ParseNormalizedNamed(repo)
+		if err != nil {
+			continue
+		}
+		for _, d := range m.RepoDigests[repo] {
 			if c, err := reference.WithDigest(reference.TrimNamed(named), d); err == nil {
-				addDigest(reference.FamiliarString(c))
+				addDigest(c)
 			}
 		}
 	}
-	return out
+	// Docker's reference store lists references in lexical order.
+	byString := func(a, b reference.Named) int { return strings.Compare(a.String(), b.String()) }
+	slices.SortFunc(tags, byString)
+	slices.SortFunc(digests, byString)
+	return tags, digests
 }

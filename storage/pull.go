@@ -127,8 +127,12 @@ func (s *Store) pull(ctx context.Context, named reference.Named, sys *types.Syst
 	hooked.progress.start(named, planned, parallel, stored)
 	if upToDate && (prior.Digest == topDigest || slices.Contains(prior.Digests, topDigest)) {
 		// Nothing to copy, not even a name or manifest to record.
+		img, err := s.recordedPull(imageID, named, topDigest)
+		if err != nil {
+			return nil, false, err
+		}
 		hooked.progress.finish(topDigest, named, false)
-		return s.toImage(prior), false, nil
+		return img, false, nil
 	}
 	if fetch != nil {
 		if err := s.fetchLayers(ctx, src, fetch, parallel, hooked); err != nil {
@@ -170,12 +174,25 @@ func (s *Store) pull(ctx context.Context, named reference.Named, sys *types.Syst
 	if err != nil {
 		return nil, false, classifyPullError(err, named)
 	}
-	simg, err := s.cs.Image(imageID)
+	img, err := s.recordedPull(imageID, named, topDigest)
 	if err != nil {
-		return nil, false, fmt.Errorf("storage: pulled image %s not found after commit: %w", imageID, err)
+		return nil, false, err
 	}
 	hooked.progress.finish(topDigest, named, !upToDate)
-	return s.toImage(simg), !upToDate, nil
+	return img, !upToDate, nil
+}
+
+// recordedPull records the digest reference a pull of named resolved to
+// (what Docker prints as "Digest:") and returns the image.
+func (s *Store) recordedPull(imageID string, named reference.Named, d digest.Digest) (*Image, error) {
+	if err := s.recordPull(imageID, named.Name(), d); err != nil {
+		return nil, err
+	}
+	simg, err := s.cs.Image(imageID)
+	if err != nil {
+		return nil, fmt.Errorf("storage: pulled image %s not found after commit: %w", imageID, err)
+	}
+	return s.toImage(simg), nil
 }
 
 // resolveInstance returns the manifest of the image to pull: the manifest

@@ -562,12 +562,12 @@ func TestImageLookupAndRemove(t *testing.T) {
 	if !slices.Equal(cfg.Config.Cmd, []string{"sh"}) || len(cfg.RootFS.DiffIDs) != 1 {
 		t.Errorf("config = %+v", cfg)
 	}
-	deleted, err := s.RemoveImage(context.Background(), ref)
+	deleted, err := s.DeleteImage(context.Background(), "sha256:"+hexID)
 	if err != nil || len(deleted) != 1 {
-		t.Errorf("RemoveImage = %v, %v", deleted, err)
+		t.Errorf("DeleteImage = %v, %v", deleted, err)
 	}
-	if _, err := s.RemoveImage(context.Background(), ref); !errdefs.IsNotFound(err) {
-		t.Errorf("second RemoveImage = %v", err)
+	if _, err := s.DeleteImage(context.Background(), hexID); !errdefs.IsNotFound(err) {
+		t.Errorf("second DeleteImage = %v", err)
 	}
 	assertEmpty(t, s)
 }

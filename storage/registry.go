@@ -113,7 +113,15 @@ func (s *Store) Login(ctx context.Context, auth registry.AuthConfig, opts PullOp
 	err = docker.CheckAuth(ctx, sys, sys.DockerAuthConfig.Username, sys.DockerAuthConfig.Password, host)
 	var creds docker.ErrUnauthorizedForCredentials
 	if errors.As(err, &creds) {
-		return fmt.Errorf("login to %s: %w%.0w%.0w", host, err, ErrUnauthorized, errdefs.ErrUnauthenticated)
+		// Docker's words: the endpoint and the registry's answer.
+		scheme, endpoint := "https", host
+		if isInsecureRegistry(ctx, host, opts.InsecureRegistries) {
+			scheme = "http"
+		}
+		if host == "docker.io" {
+			endpoint = "registry-1.docker.io"
+		}
+		return fmt.Errorf("login attempt to %s://%s/v2/ failed with status: 401 Unauthorized%.0w%.0w", scheme, endpoint, ErrUnauthorized, errdefs.ErrUnauthenticated)
 	}
 	return err
 }

@@ -99,3 +99,12 @@ func (s *Store) PullImage(ctx context.Context, fromImage, tag string, auth regis
 	}, progress)
 	return err
 }
+
+// RegistryLogin checks credentials with the store's registry settings, for
+// POST /auth.
+func (s *Store) RegistryLogin(ctx context.Context, auth registry.AuthConfig) error {
+	return s.Login(ctx, auth, PullOptions{
+		InsecureRegistries: s.opts.InsecureRegistries,
+		Mirrors:            s.opts.Mirrors,
+	})
+}

@@ -60,8 +60,8 @@ func TestRootfsLifecycle(t *testing.T) {
 	if err := s.UnmountRootfs(ctx, rootfs); err != nil {
 		t.Error(err)
 	}
-	if _, err := s.RemoveImage(ctx, id); !errdefs.IsConflict(err) {
-		t.Errorf("RemoveImage of an image in use = %v", err)
+	if _, err := s.DeleteImage(ctx, id); !errdefs.IsConflict(err) {
+		t.Errorf("DeleteImage of an image in use = %v", err)
 	}
 	if err := s.RemoveRootfs(ctx, rootfs); err != nil { // still mounted once
 		t.Fatal(err)
@@ -78,8 +78,8 @@ func TestRootfsLifecycle(t *testing.T) {
 	if err := s.RemoveRootfs(ctx, rootfs); !errdefs.IsNotFound(err) {
 		t.Errorf("second RemoveRootfs = %v", err)
 	}
-	if _, err := s.RemoveImage(ctx, id); err != nil {
-		t.Errorf("RemoveImage after the container: %v", err)
+	if _, err := s.DeleteImage(ctx, id); err != nil {
+		t.Errorf("DeleteImage after the container: %v", err)
 	}
 	assertEmpty(t, s)
 }

@@ -62,7 +62,8 @@ type Store struct {
 	// taken for images the fetcher does not handle.
 	noFetcher bool
 
-	pulls pullTracker
+	pulls  pullTracker
+	metaMu sync.Mutex // serialises updates of image metadata (imagemeta.go)
 }
 
 // Open opens (creating if needed) the store at opts.GraphRoot/RunRoot.

@@ -231,11 +231,14 @@ func (s *server) start() error {
 	if s.status != shim.StatusCreated {
 		return fmt.Errorf("container %s is %s: %w", s.cfg.ID, s.status, errdefs.ErrConflict)
 	}
+	// Stamped before the exec: a quick command can exit (and be reaped)
+	// before Exec returns, and its end must not come before its start.
+	started := time.Now().UTC()
 	if err := s.container.Exec(); err != nil {
 		return shim.NewStartError(err.Error())
 	}
 	s.status = shim.StatusRunning
-	s.startedAt = time.Now().UTC()
+	s.startedAt = started
 	s.log.Debug("started")
 	return nil
 }

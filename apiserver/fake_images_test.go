@@ -1,0 +1,44 @@
+package apiserver
+
+import (
+	"context"
+	"io"
+
+	"github.com/hutch-engine/hutch/engine"
+	"github.com/moby/moby/api/types/image"
+	"github.com/moby/moby/api/types/jsonstream"
+	"github.com/moby/moby/api/types/registry"
+)
+
+// The image half of noContainers: every image call is ErrNotImplemented
+// too. Image tests embed fakeBackend and override what they need.
+
+func (noContainers) ImagePull(context.Context, engine.PullRequest, func(jsonstream.Message)) error {
+	return errNoContainers
+}
+func (noContainers) ImageList(context.Context, engine.ImageListRequest) ([]image.Summary, error) {
+	return nil, errNoContainers
+}
+func (noContainers) ImageInspect(context.Context, string) (image.InspectResponse, error) {
+	return image.InspectResponse{}, errNoContainers
+}
+func (noContainers) ImageHistory(context.Context, string) ([]image.HistoryResponseItem, error) {
+	return nil, errNoContainers
+}
+func (noContainers) ImageTag(context.Context, string, string, string) error { return errNoContainers }
+func (noContainers) ImageRemove(context.Context, string, engine.ImageRemoveRequest) ([]image.DeleteResponse, error) {
+	return nil, errNoContainers
+}
+func (noContainers) ImagePrune(context.Context, string) (image.PruneReport, error) {
+	return image.PruneReport{}, errNoContainers
+}
+func (noContainers) ImageImport(context.Context, engine.ImportRequest, io.Reader, func(jsonstream.Message)) error {
+	return errNoContainers
+}
+func (noContainers) ImageLoad(context.Context, io.Reader, bool, func(jsonstream.Message)) error {
+	return errNoContainers
+}
+func (noContainers) ImageSave(context.Context, []string, io.Writer) error { return errNoContainers }
+func (noContainers) RegistryLogin(context.Context, registry.AuthConfig) (registry.AuthResponse, error) {
+	return registry.AuthResponse{}, errNoContainers
+}

@@ -1,0 +1,405 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/containerd/errdefs"
+	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
+)
+
+// The "changes" of docker import and docker commit (-c) are Dockerfile
+// instructions applied to the image config. Docker accepts the ones that
+// only change the config; so does applyChanges. Unlike Docker it does not
+// expand $VARIABLES.
+
+type changeState struct {
+	cfg    *dockerspec.DockerOCIImageConfig
+	cmdSet bool // a CMD came before: an ENTRYPOINT keeps it
+}
+
+var changeInstructions = map[string]func(*changeState, string) error{
+	"cmd":         (*changeState).cmd,
+	"entrypoint":  (*changeState).entrypoint,
+	"env":         (*changeState).env,
+	"label":       (*changeState).label,
+	"expose":      (*changeState).expose,
+	"user":        (*changeState).user,
+	"workdir":     (*changeState).workdir,
+	"stopsignal":  (*changeState).stopSignal,
+	"volume":      (*changeState).volume,
+	"onbuild":     (*changeState).onBuild,
+	"healthcheck": (*changeState).healthcheck,
+}
+
+// applyChanges applies Dockerfile instructions ("CMD [\"sh\"]",
+// "ENV A=b C=d") to cfg. A change may hold several lines. Errors are
+// errdefs.ErrInvalidArgument.
+func applyChanges(cfg *dockerspec.DockerOCIImageConfig, changes []string) error {
+	st := &changeState{cfg: cfg}
+	for _, change := range changes {
+		for _, line := range strings.Split(change, "\n") {
+			line = strings.TrimSpace(line)
+			if line == "" || strings.HasPrefix(line, "#") {
+				continue
+			}
+			word, rest, _ := strings.Cut(line, " ")
+			if i := strings.IndexAny(word, "\t"); i >= 0 {
+				word, rest = word[:i], word[i+1:]+" "+rest
+			}
+			rest = strings.TrimSpace(rest)
+			name := strings.ToLower(word)
+			fn, ok := changeInstructions[name]
+			if !ok {
+				return errdefs.ErrInvalidArgument.WithMessage(name + " is not a valid change command")
+			}
+			if err := fn(st, rest); err != nil {
+				return errdefs.ErrInvalidArgument.WithMessage(strings.ToUpper(name) + ": " + err.Error())
+			}
+		}
+	}
+	return nil
+}
+
+// command reads the exec form (a JSON array) or the shell form of CMD,
+// ENTRYPOINT and HEALTHCHECK CMD.
+func (st *changeState) command(rest string) (cmd []string, exec bool, err error) {
+	if strings.HasPrefix(rest, "[") {
+		var arr []string
+		if json.Unmarshal([]byte(rest), &arr) == nil {
+			return arr, true, nil
+		}
+	}
+	if rest == "" {
+		return nil, false, fmt.Errorf("requires at least one argument")
+	}
+	shell := st.cfg.Shell
+	if len(shell) == 0 {
+		shell = []string{"/bin/sh", "-c"}
+	}
+	return append(append([]string(nil), shell...), rest), false, nil
+}
+
+func (st *changeState) cmd(rest string) error {
+	cmd, _, err := st.command(rest)
+	if err != nil {
+		return err
+	}
+	st.cfg.Cmd, st.cmdSet = cmd, true
+	return nil
+}
+
+func (st *changeState) entrypoint(rest string) error {
+	ep, _, err := st.command(rest)
+	if err != nil {
+		return err
+	}
+	st.cfg.Entrypoint = ep
+	if !st.cmdSet {
+		st.cfg.Cmd = nil // as in a Dockerfile: the base image's CMD no longer applies
+	}
+	return nil
+}
+
+func (st *changeState) env(rest string) error {
+	kvs, err := keyValues(rest)
+	if err != nil {
+		return err
+	}
+	for _, kv := range kvs {
+		replaced := false
+		for i, e := range st.cfg.Env {
+			if k, _, _ := strings.Cut(e, "="); k == kv[0] {
+				st.cfg.Env[i], replaced = kv[0]+"="+kv[1], true
+			}
+		}
+		if !replaced {
+			st.cfg.Env = append(st.cfg.Env, kv[0]+"="+kv[1])
+		}
+	}
+	return nil
+}
+
+func (st *changeState) label(rest string) error {
+	kvs, err := keyValues(rest)
+	if err != nil {
+		return err
+	}
+	for _, kv := range kvs {
+		if st.cfg.Labels == nil {
+			st.cfg.Labels = map[string]string{}
+		}
+		st.cfg.Labels[kv[0]] = kv[1]
+	}
+	return nil
+}
+
+// keyValues parses "k=v k2=\"v 2\"" or the legacy "k value with spaces".
+func keyValues(rest string) ([][2]string, error) {
+	words, err := splitWords(rest)
+	if err != nil {
+		return nil, err
+	}
+	if len(words) == 0 {
+		return nil, fmt.Errorf("requires at least one argument")
+	}
+	if !strings.Contains(words[0], "=") {
+		// Legacy form: the value is the rest of the line, as written.
+		i := strings.IndexAny(rest, " \t")
+		if len(words) < 2 || i < 0 {
+			return nil, fmt.Errorf("must have two arguments")
+		}
+		if err := checkKey(words[0]); err != nil {
+			return nil, err
+		}
+		return [][2]string{{words[0], strings.TrimSpace(rest[i:])}}, nil
+	}
+	var out [][2]string
+	for _, w := range words {
+		k, v, ok := strings.Cut(w, "=")
+		if !ok {
+			return nil, fmt.Errorf("syntax error - can't find = in %q. Must be of the form: name=value", w)
+		}
+		if err := checkKey(k); err != nil {
+			return nil, err
+		}
+		out = append(out, [2]string{k, v})
+	}
+	return out, nil
+}
+
+func checkKey(k string) error {
+	if k == "" {
+		return fmt.Errorf("names can not be blank")
+	}
+	return nil
+}
+
+// splitWords splits on unquoted white space, removing quotes and
+// backslash escapes as the Dockerfile parser does.
+func splitWords(s string) ([]string, error) {
+	var words []string
+	var cur strings.Builder
+	inWord := false
+	quote := rune(0)
+	escaped := false
+	for _, c := range s {
+		switch {
+		case escaped:
+			cur.WriteRune(c)
+			escaped = false
+		case quote == '\'':
+			if c == '\'' {
+				quote = 0
+			} else {
+				cur.WriteRune(c)
+			}
+		case c == '\\':
+			escaped, inWord = true, true
+		case quote == '"':
+			if c == '"' {
+				quote = 0
+			} else {
+				cur.WriteRune(c)
+			}
+		case c == '"' || c == '\'':
+			quote, inWord = c, true
+		case c == ' ' || c == '\t':
+			if inWord {
+				words = append(words, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		default:
+			cur.WriteRune(c)
+			inWord = true
+		}
+	}
+	if quote != 0 {
+		return nil, fmt.Errorf("unmatched quote in %q", s)
+	}
+	if escaped {
+		cur.WriteRune('\\')
+	}
+	if inWord {
+		words = append(words, cur.String())
+	}
+	return words, nil
+}
+
+func (st *changeState) expose(rest string) error {
+	words := strings.Fields(rest)
+	if len(words) == 0 {
+		return fmt.Errorf("requires at least one argument")
+	}
+	for _, w := range words {
+		ports, proto, _ := strings.Cut(w, "/")
+		if proto == "" {
+			proto = "tcp"
+		}
+		proto = strings.ToLower(proto)
+		if proto != "tcp" && proto != "udp" && proto != "sctp" {
+			return fmt.Errorf("invalid proto: %s", proto)
+		}
+		lo, hi, isRange := strings.Cut(ports, "-")
+		first, err := portNumber(lo)
+		if err != nil {
+			return err
+		}
+		last := first
+		if isRange {
+			if last, err = portNumber(hi); err != nil {
+				return err
+			}
+			if last < first {
+				return fmt.Errorf("invalid range specified for port: %s", w)
+			}
+		}
+		if st.cfg.ExposedPorts == nil {
+			st.cfg.ExposedPorts = map[string]struct{}{}
+		}
+		for p := first; p <= last; p++ {
+			st.cfg.ExposedPorts[strconv.Itoa(p)+"/"+proto] = struct{}{}
+		}
+	}
+	return nil
+}
+
+func portNumber(s string) (int, error) {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 || n > 65535 {
+		return 0, fmt.Errorf("invalid port: %q", s)
+	}
+	return n, nil
+}
+
+func (st *changeState) user(rest string) error {
+	if rest == "" {
+		return fmt.Errorf("requires exactly one argument")
+	}
+	st.cfg.User = rest
+	return nil
+}
+
+func (st *changeState) workdir(rest string) error {
+	if rest == "" {
+		return fmt.Errorf("requires exactly one argument")
+	}
+	if !path.IsAbs(rest) {
+		rest = path.Join("/", st.cfg.WorkingDir, rest)
+	}
+	st.cfg.WorkingDir = path.Clean(rest)
+	return nil
+}
+
+func (st *changeState) stopSignal(rest string) error {
+	if rest == "" || strings.ContainsAny(rest, " \t") {
+		return fmt.Errorf("requires exactly one argument")
+	}
+	if n, err := strconv.Atoi(rest); err == nil && (n < 1 || n > 64) {
+		return fmt.Errorf("invalid signal: %s", rest)
+	}
+	st.cfg.StopSignal = rest
+	return nil
+}
+
+func (st *changeState) volume(rest string) error {
+	var vols []string
+	if !strings.HasPrefix(rest, "[") || json.Unmarshal([]byte(rest), &vols) != nil {
+		vols = strings.Fields(rest)
+	}
+	if len(vols) == 0 {
+		return fmt.Errorf("requires at least one argument")
+	}
+	for _, v := range vols {
+		if v = strings.TrimSpace(v); v == "" {
+			return fmt.Errorf("volume specified can not be an empty string")
+		}
+		if st.cfg.Volumes == nil {
+			st.cfg.Volumes = map[string]struct{}{}
+		}
+		st.cfg.Volumes[v] = struct{}{}
+	}
+	return nil
+}
+
+func (st *changeState) onBuild(rest string) error {
+	trigger, args, _ := strings.Cut(rest, " ")
+	trigger = strings.ToUpper(trigger)
+	switch trigger {
+	case "":
+		return fmt.Errorf("requires at least one argument")
+	case "ONBUILD":
+		return fmt.Errorf("chaining ONBUILD via `ONBUILD ONBUILD` isn't allowed")
+	case "FROM", "MAINTAINER":
+		return fmt.Errorf("%s isn't allowed as an ONBUILD trigger", trigger)
+	}
+	st.cfg.OnBuild = append(st.cfg.OnBuild, strings.TrimSpace(trigger+" "+strings.TrimSpace(args)))
+	return nil
+}
+
+func (st *changeState) healthcheck(rest string) error {
+	hc := &dockerspec.HealthcheckConfig{}
+	for strings.HasPrefix(rest, "--") {
+		flag, after, _ := strings.Cut(rest, " ")
+		rest = strings.TrimSpace(after)
+		name, value, ok := strings.Cut(strings.TrimPrefix(flag, "--"), "=")
+		if !ok {
+			return fmt.Errorf("flag --%s needs a value", name)
+		}
+		if name == "retries" {
+			n, err := strconv.Atoi(value)
+			if err != nil || n < 0 {
+				return fmt.Errorf("invalid retries: %q", value)
+			}
+			hc.Retries = n
+			continue
+		}
+		d, err := time.ParseDuration(value)
+		if err != nil || (d != 0 && d < time.Millisecond) {
+			return fmt.Errorf("invalid duration for --%s: %q (at least 1ms)", name, value)
+		}
+		switch name {
+		case "interval":
+			hc.Interval = d
+		case "timeout":
+			hc.Timeout = d
+		case "start-period":
+			hc.StartPeriod = d
+		case "start-interval":
+			hc.StartInterval = d
+		default:
+			return fmt.Errorf("unknown flag: --%s", name)
+		}
+	}
+	kind, args, _ := strings.Cut(rest, " ")
+	switch strings.ToUpper(kind) {
+	case "NONE":
+		if strings.TrimSpace(args) != "" {
+			return fmt.Errorf("NONE takes no arguments")
+		}
+		st.cfg.Healthcheck = &dockerspec.HealthcheckConfig{Test: []string{"NONE"}}
+		return nil
+	case "CMD":
+		args = strings.TrimSpace(args)
+		if strings.HasPrefix(args, "[") {
+			var arr []string
+			if json.Unmarshal([]byte(args), &arr) == nil {
+				hc.Test = append([]string{"CMD"}, arr...)
+				st.cfg.Healthcheck = hc
+				return nil
+			}
+		}
+		if args == "" {
+			return fmt.Errorf("missing command after HEALTHCHECK CMD")
+		}
+		hc.Test = []string{"CMD-SHELL", args}
+		st.cfg.Healthcheck = hc
+		return nil
+	}
+	return fmt.Errorf("unknown type %q: want CMD or NONE", kind)
+}

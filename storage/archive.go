@@ -1,0 +1,185 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/containerd/errdefs"
+	"github.com/hutch-engine/hutch/engine"
+	"go.podman.io/image/v5/copy"
+	"go.podman.io/image/v5/docker/archive"
+	imgref "go.podman.io/image/v5/docker/reference"
+	istorage "go.podman.io/image/v5/storage"
+	"go.podman.io/image/v5/types"
+)
+
+// `docker load` and `docker save` go through containers/image's
+// docker-archive transport, which reads both the legacy layout and the
+// OCI-based one Docker writes since 25.0, and writes the legacy one every
+// Docker loads.
+
+// LoadImages stores the images of a docker-archive read from r. The archive
+// is spooled to a file first: the format needs random access. An archive
+// the transport cannot read is errdefs.ErrInvalidArgument.
+func (s *Store) LoadImages(ctx context.Context, r io.Reader) ([]engine.LoadedImage, error) {
+	f, err := os.CreateTemp(s.tmpDir, "load-")
+	if err != nil {
+		return nil, fmt.Errorf("storage: %w", err)
+	}
+	defer os.Remove(f.Name())
+	_, err = io.Copy(f, r)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the archive: %w", err)
+	}
+	sys, err := s.systemContext(ctx, "", PullOptions{})
+	if err != nil {
+		return nil, err
+	}
+	reader, err := archive.NewReader(sys, f.Name())
+	if err != nil {
+		return nil, invalidArchive(err)
+	}
+	defer reader.Close()
+	list, err := reader.List()
+	if err != nil {
+		return nil, invalidArchive(err)
+	}
+	var out []engine.LoadedImage
+	for _, refs := range list {
+		li, err := s.loadOne(ctx, sys, refs)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, li)
+	}
+	return out, nil
+}
+
+func invalidArchive(err error) error {
+	return fmt.Errorf("invalid image archive: %v%.0w", err, errdefs.ErrInvalidArgument)
+}
+
+// loadOne copies one image of the archive (refs are its tags, or one
+// untagged reference) and gives it its names.
+func (s *Store) loadOne(ctx context.Context, sys *types.SystemContext, refs []types.ImageReference) (engine.LoadedImage, error) {
+	src, err := refs[0].NewImage(ctx, sys)
+	if err != nil {
+		return engine.LoadedImage{}, invalidArchive(err)
+	}
+	cfg := src.ConfigInfo().Digest
+	src.Close()
+	if cfg.Validate() != nil {
+		return engine.LoadedImage{}, invalidArchive(fmt.Errorf("image without a valid config digest"))
+	}
+	id := cfg.Encoded()
+	if err := s.copyInto(ctx, sys, refs[0], nil, id, nil); err != nil {
+		return engine.LoadedImage{}, fmt.Errorf("loading image %s: %w", cfg, err)
+	}
+	li := engine.LoadedImage{ID: "sha256:" + id, Replaced: map[string]string{}}
+	for _, ref := range refs {
+		if named := ref.DockerReference(); named != nil {
+			li.Names = append(li.Names, named.String())
+		}
+	}
+	for _, n := range li.Names {
+		if other, err := s.cs.Image(n); err == nil && other.ID != id {
+			li.Replaced[n] = "sha256:" + other.ID
+		}
+	}
+	if len(li.Names) > 0 {
+		if err := s.cs.AddNames(id, li.Names); err != nil {
+			return li, fmt.Errorf("storage: naming loaded image %s: %w", id, err)
+		}
+	}
+	return li, nil
+}
+
+// SaveImages writes the images to w as a docker-archive. The transport
+// writes to a path; a pipe's /proc/self/fd path lets it stream into w
+// instead of through a temporary file as large as the images. If w fails,
+// closing the pipe's read end fails the writer and the copy stops.
+func (s *Store) SaveImages(ctx context.Context, images []engine.SaveImage, w io.Writer) error {
+	sys, err := s.systemContext(ctx, "", PullOptions{})
+	if err != nil {
+		return err
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("storage: %w", err)
+	}
+	defer pr.Close()
+	aw, err := archive.NewWriter(sys, fmt.Sprintf("/proc/self/fd/%d", pw.Fd()))
+	pw.Close() // the writer opened its own descriptor of the pipe
+	if err != nil {
+		return fmt.Errorf("storage: opening the archive writer: %w", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		err := s.saveAll(ctx, sys, aw, images)
+		if cerr := aw.Close(); err == nil {
+			err = cerr
+		}
+		done <- err
+	}()
+	_, werr := io.Copy(w, pr)
+	pr.Close()
+	err = <-done
+	if werr != nil {
+		return fmt.Errorf("writing the archive: %w", werr)
+	}
+	return err
+}
+
+func (s *Store) saveAll(ctx context.Context, sys *types.SystemContext, aw *archive.Writer, images []engine.SaveImage) error {
+	policy, err := acceptAnything()
+	if err != nil {
+		return err
+	}
+	defer policy.Destroy()
+	for _, img := range images {
+		src, err := istorage.Transport.NewStoreReference(s.cs, nil, hexOf(img.ID))
+		if err != nil {
+			return err
+		}
+		// One copy per image: the writer cannot write an image twice, so
+		// the other tags go in as additional tags.
+		var tags []imgref.NamedTagged
+		for _, n := range img.Names {
+			named, err := imgref.ParseNormalizedNamed(n)
+			if err != nil {
+				return invalidReference(err)
+			}
+			nt, ok := named.(imgref.NamedTagged)
+			if !ok {
+				return fmt.Errorf("storage: %q is not a tagged name: %w", n, errdefs.ErrInvalidArgument)
+			}
+			tags = append(tags, nt)
+		}
+		var first imgref.NamedTagged
+		dsys := *sys
+		if len(tags) > 0 {
+			first, dsys.DockerArchiveAdditionalTags = tags[0], tags[1:]
+		}
+		dest, err := aw.NewReference(first)
+		if err != nil {
+			return err
+		}
+		if _, err := copy.Image(ctx, policy, dest, src, &copy.Options{
+			SourceCtx:        sys,
+			DestinationCtx:   &dsys,
+			RemoveSignatures: true,
+		}); err != nil {
+			if errors.Is(err, context.Canceled) {
+				return err
+			}
+			return fmt.Errorf("saving image %s: %w", img.ID, err)
+		}
+	}
+	return nil
+}

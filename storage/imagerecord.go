@@ -1,0 +1,194 @@
+package storage
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/containerd/errdefs"
+	"github.com/distribution/reference"
+	"github.com/hutch-engine/hutch/engine"
+	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
+	"github.com/opencontainers/go-digest"
+	cstorage "go.podman.io/storage"
+)
+
+// The image service's view of the store (engine.ImageStore): images with
+// their references, config and layers, and the changes Docker makes to
+// them (tag, untag, delete).
+
+// ListImages returns every image of the store.
+func (s *Store) ListImages(ctx context.Context) ([]engine.Image, error) {
+	imgs, err := s.cs.Images()
+	if err != nil {
+		return nil, fmt.Errorf("storage: listing images: %w", err)
+	}
+	layers, err := s.layerIndex()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]engine.Image, 0, len(imgs))
+	for i := range imgs {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		out = append(out, *s.record(&imgs[i], layers))
+	}
+	return out, nil
+}
+
+// LookupImage finds ref (see Store.Image) and describes it, with the graph
+// driver's data about its top layer.
+func (s *Store) LookupImage(ctx context.Context, ref string) (*engine.Image, error) {
+	img, err := s.lookup(ref)
+	if err != nil {
+		return nil, err
+	}
+	layers, err := s.layerIndex()
+	if err != nil {
+		return nil, err
+	}
+	rec := s.record(img, layers)
+	if img.TopLayer != "" {
+		if d, err := s.cs.GraphDriver(); err == nil {
+			if data, err := d.Metadata(img.TopLayer); err == nil {
+				rec.DriverData = data
+			}
+		}
+	}
+	return rec, nil
+}
+
+// layerIndex reads every layer once: an image's chain is walked in memory.
+func (s *Store) layerIndex() (map[string]*cstorage.Layer, error) {
+	ls, err := s.cs.Layers()
+	if err != nil {
+		return nil, fmt.Errorf("storage: listing layers: %w", err)
+	}
+	m := make(map[string]*cstorage.Layer, len(ls))
+	for i := range ls {
+		m[ls[i].ID] = &ls[i]
+	}
+	return m, nil
+}
+
+// record converts a library image. A config that cannot be read leaves
+// Config nil rather than hiding the image: it must stay removable.
+func (s *Store) record(img *cstorage.Image, layers map[string]*cstorage.Layer) *engine.Image {
+	out := &engine.Image{ID: "sha256:" + img.ID, Created: img.Created}
+	tags, digests := s.refs(img)
+	for _, r := range append(tags, digests...) {
+		out.Refs = append(out.Refs, r.String())
+	}
+	m := s.meta(img)
+	out.Parent, out.LastTagTime = m.Parent, m.LastTagTime
+	for id := img.TopLayer; id != ""; {
+		l := layers[id]
+		if l == nil {
+			s.log.Warn("storage: image layer missing", "image", img.ID, "layer", id)
+			break
+		}
+		size := l.UncompressedSize
+		if size <= 0 {
+			if n, err := s.cs.DiffSize(l.Parent, l.ID); err == nil {
+				size = n
+			}
+		}
+		out.Layers = append(out.Layers, engine.ImageLayer{ID: l.ID, DiffID: l.UncompressedDigest, Size: size})
+		id = l.Parent
+	}
+	slices.Reverse(out.Layers)
+	if b, err := s.cs.ImageBigData(img.ID, "sha256:"+img.ID); err == nil {
+		var cfg struct {
+			dockerspec.DockerOCIImage
+			Comment string `json:"comment"`
+		}
+		if err := json.Unmarshal(b, &cfg); err == nil {
+			out.Config, out.Comment = &cfg.DockerOCIImage, cfg.Comment
+			if cfg.Created != nil && !cfg.Created.IsZero() {
+				out.Created = *cfg.Created
+			}
+		}
+	}
+	return out
+}
+
+// TagImage adds the fully qualified tagged name to image id. The store
+// moves the name off any image that had it, as Docker moves a tag.
+func (s *Store) TagImage(ctx context.Context, id, name string) error {
+	named, err := reference.ParseNormalizedNamed(name)
+	if err != nil {
+		return invalidReference(err)
+	}
+	if _, ok := named.(reference.NamedTagged); !ok {
+		return fmt.Errorf("storage: %q is not a tagged name: %w", name, errdefs.ErrInvalidArgument)
+	}
+	hexID := hexOf(id)
+	if err := s.cs.AddNames(hexID, []string{named.String()}); err != nil {
+		if errors.Is(err, cstorage.ErrImageUnknown) {
+			return noSuchImage(id)
+		}
+		return fmt.Errorf("storage: tagging %s: %w", id, err)
+	}
+	return s.updateMeta(hexID, func(m *imageMeta) bool {
+		m.LastTagTime = time.Now().UTC()
+		return true
+	})
+}
+
+// UntagImage removes a tag or digest reference of image id: the name, and
+// for a digest reference the repo@digest a pull recorded.
+func (s *Store) UntagImage(ctx context.Context, id, ref string) error {
+	named, err := reference.ParseNormalizedNamed(ref)
+	if err != nil {
+		return invalidReference(err)
+	}
+	hexID := hexOf(id)
+	img, err := s.cs.Image(hexID)
+	if err != nil {
+		return noSuchImage(id)
+	}
+	if slices.Contains(img.Names, named.String()) {
+		if err := s.cs.RemoveNames(hexID, []string{named.String()}); err != nil {
+			return fmt.Errorf("storage: untagging %s: %w", named, classify(err))
+		}
+	}
+	c, ok := named.(reference.Canonical)
+	if !ok {
+		return nil
+	}
+	return s.updateMeta(hexID, func(m *imageMeta) bool {
+		ds := m.RepoDigests[c.Name()]
+		if !slices.Contains(ds, c.Digest()) {
+			return false
+		}
+		ds = slices.DeleteFunc(slices.Clone(ds), func(d digest.Digest) bool { return d == c.Digest() })
+		if len(ds) == 0 {
+			delete(m.RepoDigests, c.Name())
+		} else {
+			m.RepoDigests[c.Name()] = ds
+		}
+		return true
+	})
+}
+
+// DeleteImage deletes image id, its names and metadata, and the layers no
+// other image or container uses. It returns errdefs.ErrNotFound for an
+// unknown image and errdefs.ErrConflict when a container's rootfs is made
+// from it.
+func (s *Store) DeleteImage(ctx context.Context, id string) ([]string, error) {
+	hexID := hexOf(id)
+	layers, err := s.cs.DeleteImage(hexID, true)
+	switch {
+	case errors.Is(err, cstorage.ErrImageUsedByContainer):
+		return nil, fmt.Errorf("image %s is used by a container: %w", id, errdefs.ErrConflict)
+	case errors.Is(err, cstorage.ErrImageUnknown), errors.Is(err, cstorage.ErrNotAnImage):
+		return nil, noSuchImage(id)
+	case err != nil:
+		return nil, fmt.Errorf("storage: deleting image %s: %w", id, err)
+	}
+	return layers, nil
+}
