@@ -177,7 +177,7 @@ func validateHostConfig(hc *containertypes.HostConfig) error {
 		return errdefs.ErrInvalidArgument.WithMessage("maximum retry count cannot be negative")
 	}
 	if rp.MaximumRetryCount > 0 && rp.Name != "on-failure" {
-		return errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid restart policy: maximum retry count can only be used with 'on-failure'"))
+		return errdefs.ErrInvalidArgument.WithMessage("invalid restart policy: maximum retry count can only be used with 'on-failure'")
 	}
 	return nil
 }
@@ -252,7 +252,7 @@ func (e *Engine) ContainerRemove(ctx context.Context, ref string, req RemoveRequ
 		return err
 	}
 	if c.State.Running() {
-		if err := e.killAndWait(ctx, c.ID, 0); err != nil {
+		if err := e.killAndWait(ctx, c.ID); err != nil {
 			e.containers.Update(context.WithoutCancel(ctx), c.ID, func(c *container.Container) error {
 				c.State.CancelRemoving()
 				return nil

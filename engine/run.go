@@ -311,11 +311,11 @@ func (e *Engine) stop(ctx context.Context, c *container.Container, req StopReque
 		return ctx.Err()
 	case <-expire:
 	}
-	return e.killAndWait(ctx, c.ID, 0)
+	return e.killAndWait(ctx, c.ID)
 }
 
 // killAndWait sends SIGKILL and waits until the exit is recorded.
-func (e *Engine) killAndWait(ctx context.Context, id string, _ int) error {
+func (e *Engine) killAndWait(ctx context.Context, id string) error {
 	done, err := e.containers.Wait(ctx, id, container.WaitNotRunning)
 	if err != nil {
 		return err
@@ -358,7 +358,7 @@ func (e *Engine) ContainerKill(ctx context.Context, ref, signal string) error {
 	}
 	// As Docker: SIGKILL returns once the exit is recorded, so that a
 	// docker kill is followed by a stopped container.
-	return e.killAndWait(ctx, c.ID, 0)
+	return e.killAndWait(ctx, c.ID)
 }
 
 // ContainerRestart stops (if running) and starts a container.

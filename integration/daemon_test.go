@@ -426,3 +426,50 @@ func TestMissingSlirp4netnsRefused(t *testing.T) {
 		t.Errorf("socket left behind after refusal: %v", err)
 	}
 }
+
+// Without newuidmap/newgidmap (an unprivileged pod) the daemon falls back
+// to single-UID mode by itself, says so loudly, and still runs containers.
+func TestSingleUIDWithoutNewuidmap(t *testing.T) {
+	ref := busybox(t)
+	env, rt, _ := daemonEnv(t)
+	bin := t.TempDir()
+	for _, dir := range []string{"/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin"} {
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			if e.Name() == "newuidmap" || e.Name() == "newgidmap" {
+				continue
+			}
+			os.Symlink(filepath.Join(dir, e.Name()), filepath.Join(bin, e.Name()))
+		}
+	}
+	for i, kv := range env {
+		if strings.HasPrefix(kv, "PATH=") {
+			env[i] = "PATH=" + bin
+		}
+	}
+	check := exec.Command(hutchBin(t), "check")
+	check.Env = env
+	out, _ := check.CombinedOutput()
+	if !strings.Contains(string(out), "missing  newuidmap") || !strings.Contains(string(out), "apt-get install uidmap") {
+		t.Errorf("hutch check without newuidmap:\n%s", out)
+	}
+	d := startDaemonEnv(t, env, filepath.Join(rt, "hutch.sock"))
+	if !strings.Contains(d.Log(), "single-UID mode") {
+		t.Errorf("no loud warning in the log:\n%s", d.Log())
+	}
+	uidMap := strings.Fields(readProc(t, enginePID(t, d), "uid_map"))
+	if len(uidMap) != 3 || uidMap[1] != strconv.Itoa(os.Getuid()) {
+		t.Errorf("uid_map %v, want only the user's uid", uidMap)
+	}
+	if out, err := d.Docker(t, "info", "--format", "{{json .Warnings}}"); err != nil || !strings.Contains(out, "single-UID mode") {
+		t.Errorf("/info Warnings: %v %s", err, out)
+	}
+	if out, err := d.Docker(t, "pull", "-q", ref); err != nil {
+		t.Fatalf("pull in single-UID mode: %v %s", err, out)
+	}
+	// Files of other owners (uid 1234 in the image) are extracted as root.
+	out2, err := d.Docker(t, "run", "--rm", ref, "stat", "-c", "%u", "/home/user")
+	if err != nil || strings.TrimSpace(out2) != "0" {
+		t.Errorf("single-UID run: %v %q", err, out2)
+	}
+}
