@@ -20,6 +20,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hutch-engine/hutch/storage/testimage"
 )
 
 // listeningTCP lists the TCP ports pid listens on.
@@ -157,3 +159,76 @@ func newCert(t *testing.T, dir, name string, parent *x509.Certificate, parentKey
 }
 
 var _ = context.Background
+
+// Credentials reach the registry and nothing else: not the daemon's log (at
+// debug level), not its state or data files.
+func TestCredentialsNeverStored(t *testing.T) {
+	const user, password = "alice", "pa55-w0rd-Never-Logged"
+	reg := startRegistry(t, user, password)
+	pushTo(t, reg.Addr+"/private/busybox:1", user, password)
+	d := startDaemon(t, "--log-level", "debug")
+	login := exec.Command(dockerCLI(t), "login", reg.Addr, "-u", user, "--password-stdin")
+	cfgDir := t.TempDir()
+	login.Env = append(os.Environ(), "DOCKER_HOST="+d.Host(), "DOCKER_CONFIG="+cfgDir)
+	login.Stdin = strings.NewReader(password)
+	if out, err := login.CombinedOutput(); err != nil {
+		t.Fatalf("docker login: %v %s", err, out)
+	}
+	pull := exec.Command(dockerCLI(t), "pull", reg.Addr+"/private/busybox:1")
+	pull.Env = login.Env
+	if out, err := pull.CombinedOutput(); err != nil {
+		t.Fatalf("docker pull with credentials: %v %s", err, out)
+	}
+	if strings.Contains(d.Log(), password) {
+		t.Errorf("the password is in the daemon's log")
+	}
+	for _, root := range []string{d.Runtime, d.Data} {
+		filepath.WalkDir(root, func(p string, de os.DirEntry, err error) error {
+			if err != nil || de.IsDir() || !de.Type().IsRegular() {
+				return nil
+			}
+			if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), password) {
+				t.Errorf("the password is stored in %s", p)
+			}
+			return nil
+		})
+	}
+}
+
+// A container cannot reach the API socket unless it is bind-mounted.
+func TestContainerCannotReachSocket(t *testing.T) {
+	d, ref := pulled(t)
+	out, err := d.Docker(t, "run", "--rm", ref, "ls", d.Socket)
+	if err == nil {
+		t.Errorf("the socket is visible in a container: %s", out)
+	}
+	out, err = d.Docker(t, "run", "--rm", "-v", d.Socket+":/hutch.sock", ref, "sh", "-c", "test -S /hutch.sock && echo bound")
+	if err != nil || strings.TrimSpace(out) != "bound" {
+		t.Errorf("bind-mounted socket: %v %q", err, out)
+	}
+}
+
+// hutch check warns when the data dir is readable by others.
+func TestCheckWarnsReadableDataDir(t *testing.T) {
+	env, _, data := daemonEnv(t)
+	dir := filepath.Join(data, "hutch")
+	os.MkdirAll(dir, 0o755)
+	os.Chmod(dir, 0o755)
+	cmd := exec.Command(hutchBin(t), "check")
+	cmd.Env = env
+	out, _ := cmd.CombinedOutput()
+	if !strings.Contains(string(out), "other users can read") || !strings.Contains(string(out), "chmod 700 "+dir) {
+		t.Errorf("hutch check with a 0755 data dir:\n%s", out)
+	}
+}
+
+func pushTo(t *testing.T, ref, user, password string) {
+	t.Helper()
+	img, err := testimage.Busybox()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := testimage.Push(context.Background(), ref, img, testimage.WithBasicAuth(user, password)); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -205,7 +205,7 @@ func TestRunFake(t *testing.T) {
 	}{
 		{"newuidmap", Missing}, {"newgidmap", Missing}, {"subuid range", OK}, {"subgid range", Missing},
 		{"user namespaces", OK}, {"/dev/net/tun", Missing}, {"slirp4netns", OK}, {"storage driver", OK},
-		{"cgroup", Warning}, {"runtime dir", OK},
+		{"cgroup", Warning}, {"runtime dir", OK}, {"data dir", OK},
 	}
 	if len(items) != len(want) {
 		t.Fatalf("Run returned %d items, want %d: %+v", len(items), len(want), items)
@@ -343,5 +343,35 @@ func TestProbesFail(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(env.DataDir); len(left) != 0 {
 		t.Errorf("failed probe left %v", left)
+	}
+}
+
+func TestCheckDataDir(t *testing.T) {
+	base := t.TempDir()
+	for _, tc := range []struct {
+		name   string
+		mode   os.FileMode
+		create bool
+		want   Status
+	}{
+		{"absent", 0, false, OK},
+		{"private", 0o700, true, OK},
+		{"group readable", 0o750, true, Warning},
+		{"world readable", 0o755, true, Warning},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(base, tc.name, "hutch")
+			if tc.create {
+				os.MkdirAll(dir, 0o700)
+				os.Chmod(dir, tc.mode)
+			}
+			items := checkDataDir(context.Background(), &Env{DataDir: dir})
+			if len(items) != 1 || items[0].Status != tc.want {
+				t.Fatalf("checkDataDir = %+v, want %v", items, tc.want)
+			}
+			if tc.want == Warning && items[0].Fix != "chmod 700 "+dir {
+				t.Errorf("fix %q", items[0].Fix)
+			}
+		})
 	}
 }

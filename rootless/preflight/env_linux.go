@@ -40,6 +40,9 @@ func DefaultEnv() Env {
 		uidMap, _ := os.ReadFile("/proc/self/uid_map")
 		status, _ := os.ReadFile("/proc/self/status")
 		env.Rootful = initialUserNS(string(uidMap)) && hasCap(string(status), unix.CAP_SYS_ADMIN)
+		if env.Rootful {
+			env.DataDir = "/var/lib/hutch"
+		}
 	}
 	return env
 }

@@ -62,10 +62,11 @@ const (
 	CheckStorage    Check = "storage"    // overlay, fuse-overlayfs or vfs
 	CheckCgroup     Check = "cgroup"     // delegation for resource limits
 	CheckRuntimeDir Check = "runtimedir" // XDG_RUNTIME_DIR or its fallback
+	CheckDataDir    Check = "datadir"    // not readable by others
 )
 
 // Checks lists every Check in report order.
-var Checks = []Check{CheckIDMap, CheckSubID, CheckUserNS, CheckTun, CheckSlirp, CheckStorage, CheckCgroup, CheckRuntimeDir}
+var Checks = []Check{CheckIDMap, CheckSubID, CheckUserNS, CheckTun, CheckSlirp, CheckStorage, CheckCgroup, CheckRuntimeDir, CheckDataDir}
 
 // Item is one line of the report.
 type Item struct {

@@ -4,7 +4,7 @@ import "os"
 
 // checkFuncs lists the checks in the order of Checks.
 func checkFuncs() []checkFunc {
-	return []checkFunc{checkIDMap, checkSubIDs, checkUserNS, checkTun, checkSlirp, checkStorage, checkCgroup, checkRuntimeDir}
+	return []checkFunc{checkIDMap, checkSubIDs, checkUserNS, checkTun, checkSlirp, checkStorage, checkCgroup, checkRuntimeDir, checkDataDir}
 }
 
 // openRW opens a device for reading and writing, as its user will.
