@@ -39,5 +39,11 @@ run: build
 demo:
 	bash contrib/demo.sh
 
+# Measures hutch against baselines taken in the same run (DESIGN §7):
+# a table, bench/results/latest.json and latency.png. BENCH_ARGS go to
+# contrib/bench (e.g. BENCH_ARGS="-runs 60").
+bench:
+	bash contrib/bench/run.sh $(BENCH_ARGS)
+
 clean:
 	rm -rf bin

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	containertypes "github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+)
+
+// Load is the concurrency figure: containers created, started, waited on
+// and removed by concurrent clients.
+type Load struct {
+	Clients    int      `json:"clients"`
+	Containers int      `json:"containers"`
+	Failures   int      `json:"failures"`
+	Errors     []string `json:"errors,omitempty"`
+	WallMs     float64  `json:"wall_ms"`
+	PerSecond  float64  `json:"containers_per_second"`
+	Latency    Dist     `json:"latency"`
+	// P99Ratio is the p99 per-container latency over the median of the
+	// same steps done one at a time.
+	P99Ratio float64 `json:"p99_over_single_median"`
+	Single   Dist    `json:"single"`
+}
+
+// benchLoad first times the steps one container at a time (the single
+// container latency the p99 is compared with), then runs them from
+// clients goroutines, each with its own SDK client (its own connections),
+// splitting the containers between them.
+func benchLoad(ctx context.Context, e *env, res *Results) error {
+	d, err := e.daemon(ctx)
+	if err != nil {
+		return err
+	}
+	l := &res.Load
+	l.Clients, l.Containers = e.cfg.clients, e.cfg.containers
+	for i := range warmups + 20 {
+		t, err := oneContainer(ctx, d.api, e.busybox)
+		if err != nil {
+			return fmt.Errorf("single container: %w (daemon log %s)", err, d.logPath)
+		}
+		if i >= warmups {
+			l.Single.add(t)
+		}
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	for c := range e.cfg.clients {
+		n := e.cfg.containers / e.cfg.clients
+		if c < e.cfg.containers%e.cfg.clients {
+			n++
+		}
+		api, err := client.New(client.WithHost("unix://" + d.socket))
+		if err != nil {
+			return err
+		}
+		defer api.Close()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range n {
+				t, err := oneContainer(ctx, api, e.busybox)
+				mu.Lock()
+				if err != nil {
+					l.Failures++
+					if len(l.Errors) < 10 {
+						l.Errors = append(l.Errors, err.Error())
+					}
+				} else {
+					l.Latency.add(t)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	wall := time.Since(t0)
+	l.WallMs = float64(wall.Microseconds()) / 1000
+	l.PerSecond = round3(float64(e.cfg.containers-l.Failures) / wall.Seconds())
+	if l.Failures > 0 {
+		progress("   %d of %d containers failed, e.g. %s", l.Failures, l.Containers, l.Errors[0])
+	}
+	return nil
+}
+
+// oneContainer creates, starts, waits for and removes one `true`.
+func oneContainer(ctx context.Context, api *client.Client, ref string) (time.Duration, error) {
+	t0 := time.Now()
+	created, err := api.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Config: &containertypes.Config{Image: ref, Cmd: []string{"true"}},
+	})
+	if err != nil {
+		return 0, fmt.Errorf("create: %w", err)
+	}
+	wait := api.ContainerWait(ctx, created.ID, client.ContainerWaitOptions{Condition: containertypes.WaitConditionNextExit})
+	if _, err := api.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
+		api.ContainerRemove(context.WithoutCancel(ctx), created.ID, client.ContainerRemoveOptions{Force: true})
+		return 0, fmt.Errorf("start: %w", err)
+	}
+	select {
+	case r := <-wait.Result:
+		if r.StatusCode != 0 {
+			return 0, fmt.Errorf("exit status %d", r.StatusCode)
+		}
+	case err := <-wait.Error:
+		return 0, fmt.Errorf("wait: %w", err)
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	if _, err := api.ContainerRemove(ctx, created.ID, client.ContainerRemoveOptions{}); err != nil {
+		return 0, fmt.Errorf("remove: %w", err)
+	}
+	return time.Since(t0), nil
+}

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/hutch-engine/hutch/storage/testimage"
+	"golang.org/x/sys/unix"
+)
+
+// Pull is the pull figure: the large image pulled from the loopback
+// registry into a fresh daemon, against gzip -dc | tar -x of its layers.
+type Pull struct {
+	Image           string  `json:"image"`
+	CompressedBytes int64   `json:"compressed_bytes"`
+	Bytes           int64   `json:"extracted_bytes"`
+	Files           int     `json:"files"`
+	Hutch           Dist    `json:"hutch"`
+	Baseline        Dist    `json:"gzip_tar"`
+	Ratio           float64 `json:"median_ratio"`
+}
+
+// benchPull builds the large image (busybox plus a copy of the Go source
+// tree), pushes it, and alternates: a pull into a daemon with empty
+// storage (started and stopped outside the timing), then `gzip -dc |
+// tar -x` of the same layers into a directory of the same file system.
+func benchPull(ctx context.Context, e *env, res *Results) error {
+	dir := filepath.Join(e.dir, "pull")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	progress("   building the large image from %s", e.cfg.large)
+	img, cleanup, err := testimage.Large(e.cfg.large, dir)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	ref := e.regAddr + "/large:latest"
+	if err := testimage.Push(ctx, ref, img); err != nil {
+		return fmt.Errorf("pushing the large image: %w", err)
+	}
+	layers, err := img.Layers()
+	if err != nil {
+		return err
+	}
+	var files []string
+	for i := range layers {
+		p := filepath.Join(dir, fmt.Sprintf("layer%d.tar.gz", i))
+		f, err := os.Create(p)
+		if err != nil {
+			return err
+		}
+		err = testimage.LayerFile(img, i, f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+		st, _ := os.Stat(p)
+		res.Pull.CompressedBytes += st.Size()
+		files = append(files, p)
+	}
+	res.Pull.Image = ref
+	for i := range e.cfg.pullRuns {
+		t, err := pullFresh(ctx, e, ref, fmt.Sprintf("pull-%d", i))
+		if err != nil {
+			return err
+		}
+		res.Pull.Hutch.add(t)
+		out := filepath.Join(dir, fmt.Sprintf("extract-%d", i))
+		// Each run writes ~130 MB: without a sync the next one pays for
+		// writing back this one's dirty pages.
+		unix.Sync()
+		t, err = gzipTar(ctx, files, out)
+		if err != nil {
+			return err
+		}
+		res.Pull.Baseline.add(t)
+		if i == 0 {
+			res.Pull.Files, res.Pull.Bytes = countTree(out)
+		}
+	}
+	// Deleted only now: ext4 skips recently deleted inodes when it
+	// allocates new ones, so a run after a deletion of 11 500 files is
+	// seconds slower than one after none.
+	for i := range e.cfg.pullRuns {
+		os.RemoveAll(filepath.Join(dir, fmt.Sprintf("extract-%d", i)))
+		removeAsMapped(filepath.Join(e.dataDir, fmt.Sprintf("pull-%d", i)))
+	}
+	return nil
+}
+
+// pullFresh starts a daemon on empty storage named name, times one pull
+// of ref, and stops it; its storage stays until every run is done.
+func pullFresh(ctx context.Context, e *env, ref, name string) (time.Duration, error) {
+	d, err := e.startDaemon(ctx, name)
+	if err != nil {
+		return 0, err
+	}
+	unix.Sync()
+	t, err := d.pull(ctx, ref)
+	if serr := d.stop(); err == nil && serr != nil {
+		err = fmt.Errorf("stopping the pull daemon: %w", serr)
+	}
+	removeAsMapped(filepath.Join(e.runDir, name))
+	if err != nil {
+		return 0, fmt.Errorf("%w (daemon log %s)", err, d.logPath)
+	}
+	return t, nil
+}
+
+// gzipTar extracts the compressed layers one after the other into out,
+// with gzip and tar as a shell pipeline does it.
+func gzipTar(ctx context.Context, layers []string, out string) (time.Duration, error) {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return 0, err
+	}
+	t0 := time.Now()
+	for _, l := range layers {
+		cmd := exec.CommandContext(ctx, "sh", "-c", `set -e; gzip -dc "$0" | tar -x -C "$1"`, l, out)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return 0, fmt.Errorf("gzip -dc | tar -x: %w: %s", err, b)
+		}
+	}
+	return time.Since(t0), nil
+}
+
+// countTree counts the regular files under dir and their bytes.
+func countTree(dir string) (files int, bytes int64) {
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if info, err := d.Info(); err == nil {
+				files++
+				bytes += info.Size()
+			}
+		}
+		return nil
+	})
+	return files, bytes
+}

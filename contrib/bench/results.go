@@ -1,0 +1,193 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// dockerRootlessMs is rootless Docker's `docker run --rm busybox true` on
+// these machines (DESIGN §7), a reference not measured here: Docker is not
+// installed on them.
+const dockerRootlessMs = 300
+
+// Results is everything one run measured; it is latest.json.
+type Results struct {
+	Started  time.Time         `json:"started"`
+	Finished time.Time         `json:"finished"`
+	Host     map[string]string `json:"host"`
+	LoadAvg  map[string]string `json:"loadavg"`
+
+	Seed       Dist        `json:"seed_flow"`
+	SeedPhases []PhaseTime `json:"seed_flow_phases"`
+	Runc       Dist        `json:"runc_run"`
+	SeedRatio  float64     `json:"seed_over_runc_median"`
+
+	DockerRun Dist `json:"docker_run"`
+	DockerCLI Dist `json:"docker_version"`
+
+	Pull      Pull   `json:"pull"`
+	Load      Load   `json:"concurrency"`
+	Memory    Memory `json:"memory"`
+	ColdStart Dist   `json:"cold_start"`
+	Stop      Dist   `json:"stop"`
+
+	Targets []Target `json:"targets"`
+}
+
+// Target is one line of DESIGN §7 and whether this run meets it.
+type Target struct {
+	What   string `json:"what"`
+	Value  string `json:"value"`
+	Target string `json:"target"`
+	Met    bool   `json:"met"`
+}
+
+func (r *Results) fillHost(c config) {
+	r.Host = map[string]string{
+		"cpus":   fmt.Sprint(runtime.NumCPU()),
+		"kernel": readTrim("/proc/sys/kernel/osrelease"),
+		"uid":    fmt.Sprint(os.Getuid()),
+		"hutch":  firstLine(c.hutch, "version"),
+		"runc":   firstLine(c.runc, "--version"),
+		"docker": firstLine(c.docker, "--version"),
+	}
+}
+
+// derive computes the summaries, ratios and verdicts.
+func (r *Results) derive() {
+	for _, d := range []*Dist{&r.Seed, &r.Runc, &r.DockerRun, &r.DockerCLI, &r.Pull.Hutch, &r.Pull.Baseline,
+		&r.Load.Latency, &r.Load.Single, &r.ColdStart, &r.Stop} {
+		d.summarize()
+	}
+	r.SeedRatio = ratio(r.Seed.Median, r.Runc.Median)
+	r.Pull.Ratio = ratio(r.Pull.Hutch.Median, r.Pull.Baseline.Median)
+	r.Load.P99Ratio = ratio(r.Load.Latency.P99, r.Load.Single.Median)
+
+	r.Targets = nil
+	add := func(measured bool, what, value, target string, met bool) {
+		if measured {
+			r.Targets = append(r.Targets, Target{What: what, Value: value, Target: target, Met: met})
+		}
+	}
+	add(r.Seed.N > 0 && r.Runc.N > 0, "seed flow vs runc run (median)",
+		fmt.Sprintf("%.2f×", r.SeedRatio), "≤ 2×", r.SeedRatio <= 2)
+	add(r.Seed.N > 0, "seed flow vs rootless Docker (reference 300 ms)",
+		fmt.Sprintf("1/%.1f", dockerRootlessMs/r.Seed.Median), "≤ 1/8", r.Seed.Median <= dockerRootlessMs/8.0)
+	add(r.DockerRun.N > 0, "docker run --rm busybox true (median)",
+		fmt.Sprintf("%.1f ms", r.DockerRun.Median), "≤ 60 ms", r.DockerRun.Median <= 60)
+	add(r.Pull.Hutch.N > 0, "pull of the large image vs gzip -dc | tar -x",
+		fmt.Sprintf("%.2f×", r.Pull.Ratio), "≤ 1.1×", r.Pull.Ratio <= 1.1)
+	add(r.Memory.Idle.TreeRSS > 0, "idle daemon tree RSS",
+		fmt.Sprintf("%.1f MiB", mib(r.Memory.Idle.TreeRSS)), "≤ 40 MiB", mib(r.Memory.Idle.TreeRSS) <= 40)
+	if n := len(r.Memory.PerCtr); n > 0 {
+		pc := r.Memory.PerCtr[n-1]
+		add(true, fmt.Sprintf("shim RSS, each (at %d)", pc.Containers),
+			fmt.Sprintf("%.2f MiB", mib(pc.ShimRSS)), "≤ 3 MiB", mib(pc.ShimRSS) <= 3)
+		add(true, fmt.Sprintf("overhead per container, PSS (at %d)", pc.Containers),
+			fmt.Sprintf("%.2f MiB", mib(pc.PSS)), "≤ 3 MiB", mib(pc.PSS) <= 3)
+	}
+	l := r.Load
+	add(l.Containers > 0, fmt.Sprintf("%d containers by %d clients: failures", l.Containers, l.Clients),
+		fmt.Sprint(l.Failures), "0", l.Failures == 0)
+	add(l.Latency.N > 0, "concurrent p99 vs one at a time (median)",
+		fmt.Sprintf("%.1f×", l.P99Ratio), "≤ 10×", l.P99Ratio <= 10)
+}
+
+func mib(kib int) float64 { return float64(kib) / 1024 }
+
+// printTable writes what was measured, then the targets.
+func (r *Results) printTable(w io.Writer) {
+	fmt.Fprintf(w, "\nhutch bench — %s, %s CPUs, kernel %s, load %s → %s\n\n",
+		r.Host["hutch"], r.Host["cpus"], r.Host["kernel"], r.LoadAvg["before"], r.LoadAvg["after"])
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "measure\tn\tmedian\tp95\tp99\tmax\tbaseline (median)\tratio")
+	dist := func(name string, d Dist, base string, rat float64) {
+		if d.N == 0 {
+			return
+		}
+		rs := ""
+		if rat > 0 {
+			rs = fmt.Sprintf("%.2f×", rat)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.1f ms\t%.1f ms\t%.1f ms\t%.1f ms\t%s\t%s\n", name, d.N, d.Median, d.P95, d.P99, d.Max, base, rs)
+	}
+	dist("seed flow over the API (echo hello)", r.Seed, fmt.Sprintf("runc run %.1f ms", r.Runc.Median), r.SeedRatio)
+	dist("runc run (rootless, same rootfs)", r.Runc, "", 0)
+	dist("docker run --rm busybox true", r.DockerRun, fmt.Sprintf("docker version %.1f ms", r.DockerCLI.Median), 0)
+	dist("pull of the large image", r.Pull.Hutch, fmt.Sprintf("gzip|tar %.0f ms", r.Pull.Baseline.Median), r.Pull.Ratio)
+	dist("  gzip -dc | tar -x of its layers", r.Pull.Baseline, "", 0)
+	dist("concurrent container (create…remove)", r.Load.Latency, fmt.Sprintf("alone %.1f ms", r.Load.Single.Median), r.Load.P99Ratio)
+	dist("daemon start to first /_ping", r.ColdStart, "", 0)
+	dist("daemon stop (SIGTERM to exit)", r.Stop, "", 0)
+	tw.Flush()
+
+	if len(r.SeedPhases) > 0 {
+		fmt.Fprintf(w, "\nseed flow by call (median ms):")
+		for _, p := range r.SeedPhases {
+			fmt.Fprintf(w, " %s %.2f;", p.Name, p.Median)
+		}
+		fmt.Fprintln(w)
+	}
+	if r.Pull.Files > 0 {
+		fmt.Fprintf(w, "large image: %d files, %.0f MB extracted, %.0f MB compressed\n",
+			r.Pull.Files, float64(r.Pull.Bytes)/1e6, float64(r.Pull.CompressedBytes)/1e6)
+	}
+	if l := r.Load; l.Containers > 0 {
+		fmt.Fprintf(w, "concurrency: %d containers by %d clients in %.2f s, %.1f containers/s, %d failed\n",
+			l.Containers, l.Clients, l.WallMs/1000, l.PerSecond, l.Failures)
+	}
+	if m := r.Memory; m.Idle.TreeRSS > 0 {
+		fmt.Fprintf(w, "memory (MiB, RSS/PSS): idle tree %.1f/%.1f", mib(m.Idle.TreeRSS), mib(m.Idle.TreePSS))
+		for _, p := range m.Idle.Procs {
+			fmt.Fprintf(w, " [%s %.1f/%.1f]", p.Name, mib(p.RSS), mib(p.PSS))
+		}
+		fmt.Fprintln(w)
+		for i, s := range m.Loaded {
+			pc := m.PerCtr[i]
+			fmt.Fprintf(w, "  %3d sleeping: tree %.1f/%.1f, %d shims %.1f/%.1f; per container %.2f/%.2f, per shim %.2f/%.2f\n",
+				s.Containers, mib(s.TreeRSS), mib(s.TreePSS), s.Shims, mib(s.ShimRSS), mib(s.ShimPSS),
+				mib(pc.RSS), mib(pc.PSS), mib(pc.ShimRSS), mib(pc.ShimPSS))
+		}
+	}
+
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "target (DESIGN §7)\tmeasured\ttarget\tmet")
+	for _, t := range r.Targets {
+		met := "no"
+		if t.Met {
+			met = "yes"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.What, t.Value, t.Target, met)
+	}
+	tw.Flush()
+}
+
+func (r *Results) writeJSON(path string) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+func readTrim(path string) string {
+	b, _ := os.ReadFile(path)
+	return strings.TrimSpace(string(b))
+}
+
+func firstLine(bin string, args ...string) string {
+	out, err := exec.Command(bin, args...).Output()
+	if err != nil {
+		return "?"
+	}
+	l, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	return l
+}

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestQuantile(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		samples []float64
+		q, want float64
+	}{
+		{"one sample", []float64{7}, 0.95, 7},
+		{"median of odd", []float64{1, 2, 3}, 0.5, 2},
+		{"median of even interpolates", []float64{1, 2, 3, 4}, 0.5, 2.5},
+		{"p95 interpolates between the top two", []float64{0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100}, 0.95, 95},
+		{"max", []float64{1, 5, 9}, 1, 9},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := quantile(tc.samples, tc.q); math.Abs(got-tc.want) > 1e-9 {
+				t.Errorf("quantile(%v, %v) = %v, want %v", tc.samples, tc.q, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestDistSummarize(t *testing.T) {
+	var d Dist
+	for _, ms := range []int{30, 10, 20} {
+		d.add(time.Duration(ms) * time.Millisecond)
+	}
+	d.summarize()
+	if d.N != 3 || d.Min != 10 || d.Median != 20 || d.Max != 30 || d.Mean != 20 {
+		t.Errorf("summary %+v", d)
+	}
+	if d.Samples[0] != 30 {
+		t.Errorf("samples reordered: %v", d.Samples)
+	}
+}
+
+func TestDeriveTargets(t *testing.T) {
+	r := &Results{
+		Seed: Dist{Samples: []float64{30, 32, 34}},
+		Runc: Dist{Samples: []float64{20, 20, 20}},
+		Load: Load{Containers: 100, Clients: 10, Failures: 1},
+	}
+	r.derive()
+	met := map[string]bool{}
+	for _, tg := range r.Targets {
+		met[tg.What] = tg.Met
+	}
+	for what, want := range map[string]bool{
+		"seed flow vs runc run (median)":                  true,  // 1.6×
+		"seed flow vs rootless Docker (reference 300 ms)": true,  // 32 ≤ 37.5
+		"100 containers by 10 clients: failures":          false, // one failed
+	} {
+		if got, ok := met[what]; !ok || got != want {
+			t.Errorf("target %q: met=%v (present %v), want %v", what, got, ok, want)
+		}
+	}
+	if _, ok := met["docker run --rm busybox true (median)"]; ok {
+		t.Error("a target without measurements is listed")
+	}
+}
+
+func TestTicks(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		lo, hi float64
+		labels []string
+	}{
+		{"decade", 8, 120, []string{"10", "20", "50", "100"}},
+		{"two decades", 0.5, 30, []string{"0.5", "1", "2", "5", "10", "20"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, tk := range ticks125(tc.lo, tc.hi) {
+				if tk.Label != "" {
+					got = append(got, tk.Label)
+				}
+			}
+			if len(got) != len(tc.labels) {
+				t.Fatalf("labels %v, want %v", got, tc.labels)
+			}
+			for i := range got {
+				if got[i] != tc.labels[i] {
+					t.Errorf("labels %v, want %v", got, tc.labels)
+				}
+			}
+		})
+	}
+}
+
+func TestEditSpec(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		ok       bool
+	}{
+		{"runc's rootless spec", `{"ociVersion":"1.0.2-dev","process":{"terminal":true,"args":["sh"],"cwd":"/"},"linux":{"uidMappings":[{"containerID":0,"hostID":1000,"size":1}]}}`, true},
+		{"no process", `{"ociVersion":"1.0.2-dev"}`, false},
+		{"not JSON", `{`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "config.json")
+			if err := os.WriteFile(p, []byte(tc.in), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			err := editSpec(p, []string{"echo", "hello"})
+			if (err == nil) != tc.ok {
+				t.Fatalf("editSpec: %v, want ok=%v", err, tc.ok)
+			}
+			if !tc.ok {
+				return
+			}
+			b, _ := os.ReadFile(p)
+			var spec struct {
+				Version string `json:"ociVersion"`
+				Process struct {
+					Terminal bool     `json:"terminal"`
+					Args     []string `json:"args"`
+					Cwd      string   `json:"cwd"`
+				} `json:"process"`
+				Linux map[string]any `json:"linux"`
+			}
+			if err := json.Unmarshal(b, &spec); err != nil {
+				t.Fatal(err)
+			}
+			if spec.Process.Terminal || strings.Join(spec.Process.Args, " ") != "echo hello" {
+				t.Errorf("process not edited: %+v", spec.Process)
+			}
+			if spec.Version != "1.0.2-dev" || spec.Process.Cwd != "/" || spec.Linux["uidMappings"] == nil {
+				t.Errorf("other fields lost: %s", b)
+			}
+		})
+	}
+}
