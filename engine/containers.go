@@ -79,7 +79,7 @@ func (e *Engine) ContainerCreate(ctx context.Context, req CreateRequest) (contai
 	args := append(slices.Clone([]string(cfg.Entrypoint)), cfg.Cmd...)
 	c.Path, c.Args = args[0], args[1:]
 
-	rootfsID, err := e.images.CreateRootfs(ctx, id, imageID)
+	rootfsID, err := e.images.CreateRootfs(ctx, id, imageID, hc.AutoRemove)
 	if err != nil {
 		return containertypes.CreateResponse{}, err
 	}

@@ -67,7 +67,7 @@ func (e *Engine) writeEtcFiles(c *container.Container) (spec.EtcFiles, error) {
 		files.Hosts:      hosts.String(),
 		files.ResolvConf: resolv,
 	} {
-		if err := writeFileAtomic(path, []byte(data), 0o644); err != nil {
+		if err := writeFileAtomic(path, []byte(data), 0o644, false); err != nil {
 			return spec.EtcFiles{}, err
 		}
 	}

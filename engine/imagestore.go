@@ -22,8 +22,9 @@ type ImageStore interface {
 	// new container is made from: its ID ("sha256:…") and config.
 	ContainerImage(ctx context.Context, ref string) (id string, cfg *dockerspec.DockerOCIImage, err error)
 	// CreateRootfs makes the container's writable layer on top of imageID
+	// (volatile: not synced to disk, for containers removed when they end)
 	// and returns the storage container's ID.
-	CreateRootfs(ctx context.Context, containerID, imageID string) (rootfsID string, err error)
+	CreateRootfs(ctx context.Context, containerID, imageID string, volatile bool) (rootfsID string, err error)
 	// MountRootfs mounts the rootfs and returns its path; mounts nest, so
 	// every MountRootfs needs an UnmountRootfs.
 	MountRootfs(ctx context.Context, rootfsID string) (path string, err error)

@@ -164,7 +164,7 @@ func (e *Engine) startShim(ctx context.Context, c *container.Container) (*shim.C
 	if err != nil {
 		return nil, err
 	}
-	if err := writeFileAtomic(filepath.Join(c.Runtime.BundleDir, shim.SpecFile), b, 0o600); err != nil {
+	if err := writeFileAtomic(filepath.Join(c.Runtime.BundleDir, shim.SpecFile), b, 0o600, false); err != nil {
 		return nil, err
 	}
 	os.Remove(c.Runtime.ExitFile)
@@ -218,8 +218,11 @@ func (e *Engine) monitor(id string, client *shim.Client) {
 		e.log.Error("recording exit", "container", id, "err", err)
 		return
 	}
-	e.cleanupRun(ctx, c)
-	if c.HostConfig != nil && c.HostConfig.AutoRemove {
+	// docker run --rm waits for the removal, whose RemoveRootfs unmounts:
+	// no separate unmount on its path.
+	autoRemove := c.HostConfig != nil && c.HostConfig.AutoRemove
+	e.cleanupRun(ctx, c, !autoRemove)
+	if autoRemove {
 		if err := e.containers.Update(ctx, id, func(r *container.Container) error {
 			return r.State.SetRemoving(id, true)
 		}); err == nil {
@@ -231,9 +234,11 @@ func (e *Engine) monitor(id string, client *shim.Client) {
 }
 
 // cleanupRun undoes what a start set up once the container has ended.
-func (e *Engine) cleanupRun(ctx context.Context, c *container.Container) {
-	if err := e.images.UnmountRootfs(ctx, c.Runtime.RootfsID); err != nil {
-		e.log.Warn("unmounting rootfs", "container", c.ID, "err", err)
+func (e *Engine) cleanupRun(ctx context.Context, c *container.Container, unmount bool) {
+	if unmount {
+		if err := e.images.UnmountRootfs(ctx, c.Runtime.RootfsID); err != nil {
+			e.log.Warn("unmounting rootfs", "container", c.ID, "err", err)
+		}
 	}
 	os.Remove(c.Runtime.ShimSocket)
 }

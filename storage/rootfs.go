@@ -31,9 +31,11 @@ func (s *Store) ContainerImage(ctx context.Context, ref string) (string, *docker
 	return img.ID, cfg, nil
 }
 
-// CreateRootfs makes the writable layer of container id on imageID.
-func (s *Store) CreateRootfs(ctx context.Context, id, imageID string) (string, error) {
-	c, err := s.cs.CreateContainer(id, nil, strings.TrimPrefix(imageID, "sha256:"), "", "", nil)
+// CreateRootfs makes the writable layer of container id on imageID. A
+// volatile one (docker run --rm) skips containers/storage's syncs and is
+// mounted with overlay's volatile option, as Podman does for --rm.
+func (s *Store) CreateRootfs(ctx context.Context, id, imageID string, volatile bool) (string, error) {
+	c, err := s.cs.CreateContainer(id, nil, strings.TrimPrefix(imageID, "sha256:"), "", "", &cstorage.ContainerOptions{Volatile: volatile})
 	if err != nil {
 		return "", fmt.Errorf("storage: creating the rootfs of %s: %w", id, classify(err))
 	}

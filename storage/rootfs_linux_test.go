@@ -34,14 +34,14 @@ func TestRootfsLifecycle(t *testing.T) {
 	}
 
 	cid := strings.Repeat("c", 64)
-	rootfs, err := s.CreateRootfs(ctx, cid, id)
+	rootfs, err := s.CreateRootfs(ctx, cid, id, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.CreateRootfs(ctx, cid, id); !errdefs.IsConflict(err) {
+	if _, err := s.CreateRootfs(ctx, cid, id, false); !errdefs.IsConflict(err) {
 		t.Errorf("second CreateRootfs = %v", err)
 	}
-	if _, err := s.CreateRootfs(ctx, strings.Repeat("d", 64), "sha256:"+strings.Repeat("0", 64)); !errdefs.IsNotFound(err) {
+	if _, err := s.CreateRootfs(ctx, strings.Repeat("d", 64), "sha256:"+strings.Repeat("0", 64), true); !errdefs.IsNotFound(err) {
 		t.Errorf("CreateRootfs of a missing image = %v", err)
 	}
 	path, err := s.MountRootfs(ctx, rootfs)

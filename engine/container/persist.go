@@ -18,11 +18,22 @@ const tmpPrefix = ".tmp-"
 // a RemoveAll cannot leave a half-record that loads.
 const trashPrefix = ".trash-"
 
-// writeFileAtomic replaces path with data so that readers, and the next
-// start after a crash, see the old or the new content, never a torn one:
-// temp file in the same directory, fsync, rename, fsync of the directory
-// (without it the rename itself may be lost on power failure).
-func writeFileAtomic(path string, data []byte) error {
+// Durability: a record is written so that readers, and the next start
+// after a crash, see the old or the new content, never a torn one (temp
+// file in the same directory, rename). Creation also fsyncs the file and
+// the directory, so that a container survives a power loss. State updates
+// (running, exited, removing) do not: a kill -9 cannot lose what is in the
+// page cache, and after a power loss no container runs any more and
+// reconcile makes every record true again. This saves about 7 fsyncs per
+// container run (make bench measured 7-11 ms of the seed flow).
+const (
+	durable   = true
+	ephemeral = false
+)
+
+// writeFileAtomic replaces path with data atomically; with sync it is also
+// durable (fsync of the file, then of the directory after the rename).
+func writeFileAtomic(path string, data []byte, sync bool) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, tmpPrefix+filepath.Base(path)+"-*")
 	if err != nil {
@@ -42,8 +53,10 @@ func writeFileAtomic(path string, data []byte) error {
 	if _, err := f.Write(data); err != nil {
 		return err
 	}
-	if err := f.Sync(); err != nil {
-		return err
+	if sync {
+		if err := f.Sync(); err != nil {
+			return err
+		}
 	}
 	if err := f.Close(); err != nil {
 		return err
@@ -52,6 +65,9 @@ func writeFileAtomic(path string, data []byte) error {
 		return err
 	}
 	ok = true
+	if !sync {
+		return nil
+	}
 	return syncDir(dir)
 }
 

@@ -176,7 +176,7 @@ func (s *Store) load() error {
 		s.names[c.Name] = c.ID
 	}
 	for _, c := range renamed {
-		if err := writeFileAtomic(s.recordPath(c.ID), s.byID[c.ID].data); err != nil {
+		if err := writeFileAtomic(s.recordPath(c.ID), s.byID[c.ID].data, durable); err != nil {
 			s.log.Error("container records: saving renamed record", "id", c.ID, "err", err)
 		}
 	}
@@ -337,7 +337,7 @@ func (s *Store) writeNew(id string, data []byte) error {
 		os.RemoveAll(dir)
 		return err
 	}
-	if err := writeFileAtomic(s.recordPath(id), data); err != nil {
+	if err := writeFileAtomic(s.recordPath(id), data, durable); err != nil {
 		os.RemoveAll(dir)
 		return err
 	}

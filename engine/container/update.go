@@ -45,7 +45,7 @@ func (s *Store) commit(e *entry, c *Container, ended bool) error {
 	if err != nil {
 		return fmt.Errorf("encoding container %s: %w", c.ID, err)
 	}
-	if err := writeFileAtomic(s.recordPath(c.ID), data); err != nil {
+	if err := writeFileAtomic(s.recordPath(c.ID), data, ephemeral); err != nil {
 		return fmt.Errorf("saving container %s: %w", c.ID, err)
 	}
 	rec, err := decode(data)

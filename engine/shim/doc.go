@@ -42,9 +42,9 @@
 // libcontainer root) must not be nested with the shim binary's directory,
 // or every start copies the binary into a memfd (DESIGN §8).
 //
-// The exit file is fsynced: put it where the container record lives if
-// exit codes must survive a reboot, under the runtime dir (tmpfs, where
-// fsync is free) if not.
+// The exit file is written atomically (temp file, rename) but not fsynced:
+// it survives the death of the engine or the shim, not a power loss, after
+// which the engine's reconcile marks the container's end anyway.
 //
 // Limits: no log rotation (Docker's max-size/max-file); OOMKilled is known
 // only where a memory cgroup exists (real root); a tty's stdin cannot be

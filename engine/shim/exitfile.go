@@ -11,9 +11,9 @@ import (
 	"github.com/containerd/errdefs"
 )
 
-// WriteExit stores st at path atomically (temp file, fsync, rename, fsync of
-// the directory), so that a reader after any crash sees either nothing or the
-// whole status.
+// WriteExit stores st at path atomically (temp file, rename), so that a
+// reader after a crash of any process sees either nothing or the whole
+// status.
 func WriteExit(path string, st ExitStatus) error {
 	b, err := json.Marshal(st)
 	if err != nil {
@@ -25,10 +25,10 @@ func WriteExit(path string, st ExitStatus) error {
 		return err
 	}
 	tmp := f.Name()
+	// No fsync: the exit must survive the death of the engine or the shim
+	// (the page cache keeps it), not a power loss, after which reconcile
+	// marks the container's end anyway. The rename keeps it whole.
 	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -38,10 +38,6 @@ func WriteExit(path string, st ExitStatus) error {
 	if err != nil {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("write exit status %s: %w", path, err)
-	}
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		_ = d.Close()
 	}
 	return nil
 }
