@@ -1,0 +1,126 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hutch-engine/hutch/storage/testimage"
+	"github.com/moby/moby/client"
+)
+
+// killDaemons kills the daemon's own processes with -9 (not the shims).
+func killDaemons(t *testing.T, d *daemon) {
+	t.Helper()
+	var pids []int
+	for _, p := range append([]int{d.cmd.Process.Pid}, descendants(t, d.cmd.Process.Pid)...) {
+		if args := cmdline(p); p == d.cmd.Process.Pid || len(args) > 1 && args[1] == "daemon" {
+			pids = append(pids, p)
+		}
+	}
+	for _, p := range pids {
+		syscall.Kill(p, syscall.SIGKILL)
+	}
+	<-d.done
+	waitGone(t, pids)
+}
+
+// kill -9 during a pull: after a restart no partial image is visible, and
+// the pull can be retried.
+func TestKill9DuringPull(t *testing.T) {
+	busybox(t)
+	img, err := testimage.MultiLayer(8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := shared.Addr + "/library/multi:kill9"
+	if err := testimage.Push(context.Background(), ref, img); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t)
+	resp, err := d.Client(t).ImagePull(context.Background(), ref, client.ImagePullOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Kill once the pull is under way.
+	buf := make([]byte, 512)
+	resp.Read(buf)
+	killDaemons(t, d)
+	resp.Close()
+
+	d2 := startDaemonEnv(t, d.env, d.Socket)
+	if out := strings.TrimSpace(mustDocker(t, d2, "images", "-q", ref)); out != "" {
+		// A pull that finished before the kill is whole: it must run.
+		if _, err := d2.Docker(t, "run", "--rm", ref, "true"); err != nil {
+			t.Errorf("image %s listed after kill -9 but does not run: %v", out, err)
+		}
+	}
+	if out, err := d2.Docker(t, "pull", ref); err != nil {
+		t.Fatalf("retrying the pull: %v\n%s\n%s", err, out, tail(d2.Log(), 20))
+	}
+	if out, err := d2.Docker(t, "run", "--rm", ref, "ls", "/"); err != nil {
+		t.Errorf("run after the retried pull: %v %s", err, out)
+	}
+}
+
+// kill -9 while containers are being created, started and removed: after a
+// restart every record is in a true state, can be removed, and its name
+// reused; nothing half-made blocks anything.
+func TestKill9DuringLifecycle(t *testing.T) {
+	d, ref := pulled(t)
+	var wg sync.WaitGroup
+	for i := 0; i < 12; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			args := []string{"run", "-d", "--name", fmt.Sprintf("k%d", i), ref, "sleep", "300"}
+			if i%3 == 0 {
+				args = []string{"run", "--rm", "--name", fmt.Sprintf("k%d", i), ref, "true"}
+			}
+			d.Docker(t, args...)
+		}(i)
+	}
+	time.Sleep(300 * time.Millisecond)
+	killDaemons(t, d)
+	wg.Wait()
+
+	d2 := startDaemonEnv(t, d.env, d.Socket)
+	out := mustDocker(t, d2, "ps", "-a", "--format", "{{.Names}} {{.State}}")
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if line == "" {
+			continue
+		}
+		name, state, _ := strings.Cut(line, " ")
+		switch state {
+		case "created", "running", "exited", "dead":
+		default:
+			t.Errorf("%s is %q after kill -9", name, state)
+		}
+		if out, err := d2.Docker(t, "rm", "-f", name); err != nil {
+			t.Errorf("rm -f %s after kill -9: %v %s", name, err, out)
+		}
+	}
+	for i := 0; i < 12; i++ {
+		if out, err := d2.Docker(t, "run", "--rm", "--name", fmt.Sprintf("k%d", i), ref, "true"); err != nil {
+			t.Errorf("name k%d cannot be reused: %v %s", i, err, out)
+		}
+	}
+	if out := strings.TrimSpace(mustDocker(t, d2, "ps", "-aq")); out != "" {
+		t.Errorf("left over: %q", out)
+	}
+}
+
+func mustDocker(t *testing.T, d *daemon, args ...string) string {
+	t.Helper()
+	out, err := d.Docker(t, args...)
+	if err != nil {
+		t.Fatalf("docker %v: %v\n%s", args, err, out)
+	}
+	return out
+}
