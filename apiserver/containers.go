@@ -40,9 +40,10 @@ func (s *Server) containerCreate(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	resp, err := s.backend.ContainerCreate(r.Context(), engine.CreateRequest{
-		Name:       r.URL.Query().Get("name"),
-		Config:     req.Config,
-		HostConfig: req.HostConfig,
+		Name:             r.URL.Query().Get("name"),
+		Config:           req.Config,
+		HostConfig:       req.HostConfig,
+		NetworkingConfig: req.NetworkingConfig,
 	})
 	if err != nil {
 		return err
@@ -196,7 +197,7 @@ func (s *Server) containerInspect(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, c)
+	return writeJSON(w, http.StatusOK, inspectForVersion(r, c))
 }
 
 func (s *Server) containerList(w http.ResponseWriter, r *http.Request) error {

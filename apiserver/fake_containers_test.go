@@ -8,6 +8,7 @@ import (
 	"github.com/hutch-engine/hutch/engine"
 	"github.com/hutch-engine/hutch/engine/container"
 	containertypes "github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/network"
 )
 
 // noContainers is a ContainerBackend that has no containers: every call is
@@ -81,3 +82,23 @@ func (noContainers) ContainerExtractToDir(context.Context, string, engine.Extrac
 
 func (noContainers) ContainerPause(context.Context, string) error   { return errNoContainers }
 func (noContainers) ContainerUnpause(context.Context, string) error { return errNoContainers }
+
+func (noContainers) NetworkCreate(context.Context, network.CreateRequest) (network.CreateResponse, error) {
+	return network.CreateResponse{}, errNoContainers
+}
+func (noContainers) NetworkInspect(context.Context, string) (network.Inspect, error) {
+	return network.Inspect{}, errNoContainers
+}
+func (noContainers) NetworkList(context.Context, string) ([]network.Summary, error) {
+	return nil, errNoContainers
+}
+func (noContainers) NetworkRemove(context.Context, string) error { return errNoContainers }
+func (noContainers) NetworkPrune(context.Context, string) (network.PruneReport, error) {
+	return network.PruneReport{}, errNoContainers
+}
+func (noContainers) NetworkConnect(context.Context, string, network.ConnectRequest) error {
+	return errNoContainers
+}
+func (noContainers) NetworkDisconnect(context.Context, string, network.DisconnectRequest) error {
+	return errNoContainers
+}

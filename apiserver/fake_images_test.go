@@ -19,8 +19,8 @@ func (noContainers) ImagePull(context.Context, engine.PullRequest, func(jsonstre
 func (noContainers) ImageList(context.Context, engine.ImageListRequest) ([]image.Summary, error) {
 	return nil, errNoContainers
 }
-func (noContainers) ImageInspect(context.Context, string) (image.InspectResponse, error) {
-	return image.InspectResponse{}, errNoContainers
+func (noContainers) ImageInspect(context.Context, string) (engine.ImageDetail, error) {
+	return engine.ImageDetail{}, errNoContainers
 }
 func (noContainers) ImageHistory(context.Context, string) ([]image.HistoryResponseItem, error) {
 	return nil, errNoContainers

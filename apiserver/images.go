@@ -19,8 +19,11 @@ import (
 // ImageBackend is the image half of the engine.
 type ImageBackend interface {
 	ImagePull(ctx context.Context, req engine.PullRequest, progress func(jsonstream.Message)) error
+	// ImagePush pushes, calling progress with Docker's stream; errors
+	// before the first message are the caller's to answer as HTTP errors.
+	ImagePush(ctx context.Context, req engine.PushRequest, progress func(jsonstream.Message)) error
 	ImageList(ctx context.Context, req engine.ImageListRequest) ([]image.Summary, error)
-	ImageInspect(ctx context.Context, ref string) (image.InspectResponse, error)
+	ImageInspect(ctx context.Context, ref string) (engine.ImageDetail, error)
 	ImageHistory(ctx context.Context, ref string) ([]image.HistoryResponseItem, error)
 	ImageTag(ctx context.Context, ref, repo, tag string) error
 	ImageRemove(ctx context.Context, ref string, req engine.ImageRemoveRequest) ([]image.DeleteResponse, error)
@@ -166,7 +169,7 @@ func (s *Server) imageInspect(w http.ResponseWriter, r *http.Request, name strin
 	}
 	if versionLess(APIVersion(r.Context()), "1.44") {
 		return writeJSON(w, http.StatusOK, struct {
-			image.InspectResponse
+			engine.ImageDetail
 			VirtualSize int64 `json:"VirtualSize"`
 		}{resp, resp.Size})
 	}
@@ -193,8 +196,20 @@ func (s *Server) imageTag(w http.ResponseWriter, r *http.Request, name string) e
 	return nil
 }
 
+// imagePush is POST /images/{name}/push?tag=… (docker push), with the
+// credentials in X-Registry-Auth as for a pull.
 func (s *Server) imagePush(w http.ResponseWriter, r *http.Request, name string) error {
-	return errdefs.ErrNotImplemented.WithMessage("docker push is not supported yet")
+	auth, err := registryAuth(r)
+	if err != nil {
+		return err
+	}
+	stream := newJSONStream(w)
+	err = s.backend.ImagePush(r.Context(), engine.PushRequest{
+		Name: name,
+		Tag:  r.URL.Query().Get("tag"),
+		Auth: auth,
+	}, stream.send)
+	return stream.finish(err)
 }
 
 func (s *Server) imageRemove(w http.ResponseWriter, r *http.Request, name string) error {

@@ -44,8 +44,12 @@ func (f *imageFake) ImageList(_ context.Context, req engine.ImageListRequest) ([
 	return []image.Summary{{ID: "sha256:aa", Size: 7, Containers: 2, SharedSize: -1}}, f.record("ImageList(%v,%s,%v)", req.All, req.Filters, req.SharedSize)
 }
 
-func (f *imageFake) ImageInspect(_ context.Context, ref string) (image.InspectResponse, error) {
-	return image.InspectResponse{ID: "sha256:aa", Size: 7, RepoTags: []string{}, RepoDigests: []string{}}, f.record("ImageInspect(%s)", ref)
+func (f *imageFake) ImageInspect(_ context.Context, ref string) (engine.ImageDetail, error) {
+	resp := engine.ImageDetail{InspectResponse: image.InspectResponse{ID: "sha256:aa", Size: 7, RepoTags: []string{}, RepoDigests: []string{}}}
+	if ref == "committed" {
+		resp.Parent = "sha256:bb"
+	}
+	return resp, f.record("ImageInspect(%s)", ref)
 }
 
 func (f *imageFake) ImageHistory(_ context.Context, ref string) ([]image.HistoryResponseItem, error) {
@@ -118,6 +122,9 @@ func TestImageRoutes(t *testing.T) {
 		{name: "inspect name with slashes", method: "GET", target: "/v1.41/images/127.0.0.1:5000/library/busybox:latest/json",
 			call: "ImageInspect(127.0.0.1:5000/library/busybox:latest)", status: 200, contains: `"VirtualSize":7`},
 		{name: "inspect ID", method: "GET", target: "/images/sha256:abc/json", call: "ImageInspect(sha256:abc)", status: 200, contains: `"Id":"sha256:aa"`},
+		{name: "inspect a committed image", method: "GET", target: "/images/committed/json", call: "ImageInspect(committed)", status: 200, contains: `"Parent":"sha256:bb"`},
+		{name: "inspect a committed image before 1.44", method: "GET", target: "/v1.43/images/committed/json", call: "ImageInspect(committed)", status: 200,
+			contains: `"Parent":"sha256:bb","VirtualSize":7`},
 		{name: "inspect missing", method: "GET", target: "/images/x/json", err: errdefs.ErrNotFound.WithMessage("No such image: x"),
 			call: "ImageInspect(x)", status: 404, message: "No such image: x"},
 		{name: "history", method: "GET", target: "/images/a/b:c/history", call: "ImageHistory(a/b:c)", status: 200, contains: "[]"},
@@ -128,7 +135,6 @@ func TestImageRoutes(t *testing.T) {
 		{name: "tag", method: "POST", target: "/images/reg:5000/a/b/tag?repo=x/y&tag=2", call: "ImageTag(reg:5000/a/b,x/y,2)", status: 201},
 		{name: "tag invalid", method: "POST", target: "/images/a/tag?repo=UPPER", err: errdefs.ErrInvalidArgument.WithMessage("invalid reference format"),
 			call: "ImageTag(a,UPPER,)", status: 400, message: "invalid reference format"},
-		{name: "push", method: "POST", target: "/images/a/push", status: 501, message: "docker push is not supported yet"},
 		{name: "remove", method: "DELETE", target: "/images/reg:5000/a/b:1?force=1&noprune=true", call: "ImageRemove(reg:5000/a/b:1,true,true)", status: 200,
 			contains: `[{"Untagged":"x:1"},{"Deleted":"sha256:aa"}]`},
 		{name: "remove conflict", method: "DELETE", target: "/images/a", err: errdefs.ErrConflict.WithMessage("conflict: x"),

@@ -61,6 +61,11 @@ func (s *Server) routes() []route {
 		{http.MethodPost, "/containers/{id}/unpause", s.containerUnpause},
 		{http.MethodDelete, "/containers/{id}", s.containerRemove},
 
+		// commit, diff, export
+		{http.MethodPost, "/commit", s.commit},
+		{http.MethodGet, "/containers/{id}/changes", s.containerChanges},
+		{http.MethodGet, "/containers/{id}/export", s.containerExport},
+
 		// exec
 		{http.MethodPost, "/containers/{id}/exec", s.execCreate},
 		{http.MethodPost, "/exec/{id}/start", s.execStart},
@@ -71,6 +76,16 @@ func (s *Server) routes() []route {
 		{http.MethodHead, "/containers/{id}/archive", s.archiveHead},
 		{http.MethodGet, "/containers/{id}/archive", s.archiveGet},
 		{http.MethodPut, "/containers/{id}/archive", s.archivePut},
+
+		// networks
+		{http.MethodPost, "/networks/create", s.networkCreate},
+		{http.MethodGet, "/networks", s.networkList},
+		{http.MethodGet, "/networks/{$}", s.networkList},
+		{http.MethodPost, "/networks/prune", s.networkPrune},
+		{http.MethodGet, "/networks/{id}", s.networkInspect},
+		{http.MethodDelete, "/networks/{id}", s.networkRemove},
+		{http.MethodPost, "/networks/{id}/connect", s.networkConnect},
+		{http.MethodPost, "/networks/{id}/disconnect", s.networkDisconnect},
 	}
 }
 

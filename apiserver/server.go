@@ -51,6 +51,8 @@ type Backend interface {
 	ContainerBackend
 	ExecBackend
 	ArchiveBackend
+	CommitBackend
+	NetworkBackend
 }
 
 // Options configures a Server.

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,7 +21,9 @@ import (
 	"github.com/hutch-engine/hutch/apiserver"
 	"github.com/hutch-engine/hutch/config"
 	"github.com/hutch-engine/hutch/engine"
+	enet "github.com/hutch-engine/hutch/engine/network"
 	"github.com/hutch-engine/hutch/rootless"
+	rootlessnet "github.com/hutch-engine/hutch/rootless/network"
 	"github.com/hutch-engine/hutch/rootless/preflight"
 	"github.com/hutch-engine/hutch/storage"
 	"github.com/hutch-engine/hutch/version"
@@ -117,15 +120,41 @@ func runEngine(ctx context.Context, c *config.Config, log *slog.Logger) error {
 		log.Warn("--init will not work", "err", err)
 	}
 	netns := ""
+	var netDriver enet.Driver
 	if c.Network && rootless.Inside() {
 		netns = filepath.Join(rootless.StateDir(), "netns")
+		d, err := rootlessnet.New(ctx, rootlessnet.Options{
+			DetachedNetNS: netns,
+			SandboxDir:    filepath.Join(c.StateDir, "netns"),
+			PortAPI:       filepath.Join(rootless.StateDir(), "api.sock"),
+			Uplink:        "tap0",
+			// slirp4netns's fixed addresses: the host's loopback and its
+			// DNS forwarder.
+			HostGateway: netip.MustParseAddr("10.0.2.2"),
+			Nameserver:  netip.MustParseAddr("10.0.2.3"),
+			Logger:      log,
+		})
+		if err != nil {
+			return fmt.Errorf("networks: %w", err)
+		}
+		defer d.Close()
+		if w := d.Warning(); w != "" {
+			c.Warnings = append(c.Warnings, w)
+		}
+		netDriver = d
 	}
+	networks, err := enet.New(ctx, enet.Options{Root: filepath.Join(c.DataRoot, "networks"), Driver: netDriver, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer networks.Close()
 	eng, err := engine.New(ctx, engine.Options{
 		Images:        store,
 		StateDir:      c.StateDir,
 		ShimBinary:    shimBin,
 		InitBinary:    initBin,
 		NetNS:         netns,
+		Networks:      networks,
 		Debug:         c.LogLevel == "debug",
 		DataRoot:      c.DataRoot,
 		Rootless:      rootless.Inside(),

@@ -18,6 +18,7 @@ import (
 	"github.com/hutch-engine/hutch/engine/spec"
 	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
 	containertypes "github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/network"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
@@ -26,6 +27,9 @@ type CreateRequest struct {
 	Name       string
 	Config     *containertypes.Config
 	HostConfig *containertypes.HostConfig
+	// NetworkingConfig holds the endpoint settings (aliases, addresses)
+	// for the networks the container is created on.
+	NetworkingConfig *network.NetworkingConfig
 }
 
 // ContainerCreate records a new container with its writable layer. It
@@ -62,6 +66,9 @@ func (e *Engine) ContainerCreate(ctx context.Context, req CreateRequest) (contai
 	if err != nil {
 		return containertypes.CreateResponse{}, err
 	}
+	if hc.NetworkMode.IsContainer() && req.Config.Hostname != "" {
+		return containertypes.CreateResponse{}, errdefs.ErrInvalidArgument.WithMessage("conflicting options: hostname and the network mode")
+	}
 	id := container.NewID()
 	if cfg.Hostname == "" && hc.NetworkMode != "host" {
 		cfg.Hostname = id[:12]
@@ -75,6 +82,9 @@ func (e *Engine) ContainerCreate(ctx context.Context, req CreateRequest) (contai
 		ImageID:    imageID,
 		Image:      req.Config.Image,
 		Driver:     e.images.Driver(),
+	}
+	if err := e.configureNetwork(ctx, c, req.NetworkingConfig); err != nil {
+		return containertypes.CreateResponse{}, err
 	}
 	args := append(slices.Clone([]string(cfg.Entrypoint)), cfg.Cmd...)
 	c.Path, c.Args = args[0], args[1:]
@@ -142,10 +152,8 @@ func (e *Engine) createWarnings(hc *containertypes.HostConfig) []string {
 }
 
 func validateHostConfig(hc *containertypes.HostConfig) error {
-	switch mode := string(hc.NetworkMode); mode {
-	case "", "default", "bridge", "host", "none":
-	default:
-		return errdefs.ErrNotImplemented.WithMessage(fmt.Sprintf("network mode %q is not supported yet", mode))
+	if mode := hc.NetworkMode; mode.IsContainer() && mode.ConnectedContainer() == "" {
+		return errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid network mode: %s", mode))
 	}
 	// Bind sources are checked at create, so that docker run fails before
 	// anything is made (Docker creates missing -v sources; hutch refuses).
@@ -279,6 +287,12 @@ func (e *Engine) finishRemove(ctx context.Context, id string) error {
 }
 
 func (e *Engine) removeArtifacts(ctx context.Context, c *container.Container) error {
+	if e.opts.Networks != nil {
+		// Normally released when the run ended; after a crash, here.
+		if err := e.opts.Networks.Detach(ctx, c.ID, ""); err != nil {
+			e.log.Warn("releasing the network", "container", c.ID, "err", err)
+		}
+	}
 	if c.Runtime.BundleDir != "" {
 		if err := os.RemoveAll(c.Runtime.BundleDir); err != nil {
 			return err

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/hutch-engine/hutch/engine/container"
 	"github.com/hutch-engine/hutch/engine/shim"
@@ -43,6 +44,8 @@ type Options struct {
 	// NetNS is the detached network namespace containers join by default
 	// ("" when the daemon runs without networking).
 	NetNS string
+	// Networks gives containers their network (nil: they join NetNS).
+	Networks Networks
 	// Images is the image and layer store (nil: no containers can be made).
 	Images ImageStore
 	// Debug makes shims log at debug level.
@@ -59,6 +62,9 @@ type Engine struct {
 	runs       *runs
 	host       shim.Host
 	execs      execStore
+	// monitors counts the monitor goroutines, so that Close returns only
+	// after every ended run is cleaned up (rootfs, network).
+	monitors sync.WaitGroup
 }
 
 // New opens the engine's state under opts.DataRoot.

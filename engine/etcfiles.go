@@ -4,13 +4,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/hutch-engine/hutch/engine/container"
 	"github.com/hutch-engine/hutch/engine/spec"
 )
 
-// slirp4netns's fixed addresses in the detached network namespace.
+// slirp4netns's fixed addresses in the detached network namespace, for a
+// daemon without a Networks implementation (containers join it).
 const (
 	slirpDNS     = "10.0.2.3"
 	slirpHost    = "10.0.2.2"
@@ -18,25 +20,51 @@ const (
 )
 
 // writeEtcFiles writes the container's /etc/hostname, /etc/hosts and
-// /etc/resolv.conf beside its record; the spec bind-mounts them.
-func (e *Engine) writeEtcFiles(c *container.Container) (spec.EtcFiles, error) {
+// /etc/resolv.conf beside its record; the spec bind-mounts them. The
+// network attachment gives the addresses and resolvers.
+func (e *Engine) writeEtcFiles(c *container.Container, att NetAttachment) (spec.EtcFiles, error) {
 	dir := e.containers.Dir(c.ID)
 	files := spec.EtcFiles{
 		Hostname:   filepath.Join(dir, "hostname"),
 		Hosts:      filepath.Join(dir, "hosts"),
 		ResolvConf: filepath.Join(dir, "resolv.conf"),
 	}
-	mode := string(c.HostConfig.NetworkMode)
+	mode := c.HostConfig.NetworkMode
 	hostname := c.Config.Hostname
-	if mode == "host" {
+	if att.hostname != "" {
+		hostname = att.hostname
+	}
+	if mode.IsHost() {
 		hostname, _ = os.Hostname()
 	}
 	var hosts strings.Builder
 	hosts.WriteString("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n")
 	hosts.WriteString("fe00::0\tip6-localnet\nff00::0\tip6-mcastprefix\nff02::1\tip6-allnodes\nff02::2\tip6-allrouters\n")
 	resolv := hostResolvConf()
+	hc := c.HostConfig
 	switch {
-	case mode == "host":
+	case len(hc.DNS) > 0 && !att.EmbeddedDNS:
+		// --dns replaces the resolver, except on user networks where the
+		// embedded server answers the containers' names.
+		var servers []string
+		for _, a := range hc.DNS {
+			servers = append(servers, a.String())
+		}
+		resolv = resolvConf(servers, hc.DNSSearch, hc.DNSOptions)
+	case len(att.Nameservers) > 0:
+		resolv = resolvConf(att.Nameservers, hc.DNSSearch, slices.Concat(att.DNSOptions, hc.DNSOptions))
+	}
+	switch hostsFile, resolvFile, shared := att.sharedEtc(); {
+	case shared:
+		// --network container:<id> sees what that container sees.
+		if b, err := os.ReadFile(hostsFile); err == nil {
+			hosts.Reset()
+			hosts.Write(b)
+		}
+		if b, err := os.ReadFile(resolvFile); err == nil {
+			resolv = string(b)
+		}
+	case mode.IsHost():
 		if b, err := os.ReadFile("/etc/hosts"); err == nil {
 			hosts.Reset()
 			hosts.Write(b)
@@ -44,13 +72,14 @@ func (e *Engine) writeEtcFiles(c *container.Container) (spec.EtcFiles, error) {
 		if b, err := os.ReadFile("/etc/resolv.conf"); err == nil {
 			resolv = string(b)
 		}
-	case mode == "none" || e.opts.NetNS == "":
+	case len(att.Addrs) == 0:
 		fmt.Fprintf(&hosts, "127.0.0.1\t%s\n", hostname)
 	default:
-		// The detached namespace: slirp4netns is the gateway, its DNS
-		// forwards to the host's resolver, and 10.0.2.2 is the host.
-		fmt.Fprintf(&hosts, "%s\t%s\n%s\thost.docker.internal\n", slirpGuestIP, hostname, slirpHost)
-		resolv = "nameserver " + slirpDNS + "\n"
+		fmt.Fprintf(&hosts, "%s\t%s\n", att.Addrs[0], hostname)
+		if att.HostGateway != "" {
+			// The host's loopback, through slirp4netns.
+			fmt.Fprintf(&hosts, "%s\thost.docker.internal\n", att.HostGateway)
+		}
 	}
 	for _, ex := range c.HostConfig.ExtraHosts {
 		name, ip, ok := strings.Cut(ex, ":")
@@ -58,7 +87,10 @@ func (e *Engine) writeEtcFiles(c *container.Container) (spec.EtcFiles, error) {
 			continue
 		}
 		if ip == "host-gateway" {
-			ip = slirpHost
+			ip = att.HostGateway
+			if ip == "" {
+				ip = "127.0.0.1" // host networking: the host is here
+			}
 		}
 		fmt.Fprintf(&hosts, "%s\t%s\n", ip, name)
 	}
@@ -72,6 +104,22 @@ func (e *Engine) writeEtcFiles(c *container.Container) (spec.EtcFiles, error) {
 		}
 	}
 	return files, nil
+}
+
+// resolvConf is a resolv.conf with these servers, search domains and
+// options.
+func resolvConf(servers, search, options []string) string {
+	var b strings.Builder
+	for _, s := range servers {
+		fmt.Fprintf(&b, "nameserver %s\n", s)
+	}
+	if len(search) > 0 {
+		fmt.Fprintf(&b, "search %s\n", strings.Join(search, " "))
+	}
+	if len(options) > 0 {
+		fmt.Fprintf(&b, "options %s\n", strings.Join(options, " "))
+	}
+	return b.String()
 }
 
 // hostResolvConf is the host's resolver config without loopback servers,

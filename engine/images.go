@@ -245,15 +245,23 @@ func (e *Engine) imageUsers(ctx context.Context) (map[string][]*container.Contai
 	return m, nil
 }
 
+// ImageDetail is the answer of GET /images/{name}/json: the API's, plus
+// Parent, which Docker still sends for committed images (deprecated, and
+// no longer in the API module's type).
+type ImageDetail struct {
+	image.InspectResponse
+	Parent string `json:"Parent,omitempty"`
+}
+
 // ImageInspect answers GET /images/{name}/json.
-func (e *Engine) ImageInspect(ctx context.Context, ref string) (image.InspectResponse, error) {
+func (e *Engine) ImageInspect(ctx context.Context, ref string) (ImageDetail, error) {
 	store, err := e.imageStore()
 	if err != nil {
-		return image.InspectResponse{}, err
+		return ImageDetail{}, err
 	}
 	img, err := store.LookupImage(ctx, ref)
 	if err != nil {
-		return image.InspectResponse{}, err
+		return ImageDetail{}, err
 	}
 	tags, digests, _ := matchingRefs(img.Refs, nil)
 	resp := image.InspectResponse{
@@ -284,7 +292,7 @@ func (e *Engine) ImageInspect(ctx context.Context, ref string) (image.InspectRes
 			}
 		}
 	}
-	return resp, nil
+	return ImageDetail{InspectResponse: resp, Parent: img.Parent}, nil
 }
 
 func nonNil(s []string) []string {

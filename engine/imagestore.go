@@ -6,9 +6,11 @@ import (
 	"time"
 
 	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
+	containertypes "github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/moby/moby/api/types/registry"
 	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
 // ImageStore is what the engine needs of the image and layer store;
@@ -69,6 +71,19 @@ type ImageStore interface {
 	// RegistryLogin checks credentials against auth.ServerAddress's
 	// registry. Rejected credentials are errdefs.ErrUnauthenticated.
 	RegistryLogin(ctx context.Context, auth registry.AuthConfig) error
+
+	// RootfsChanges lists what changed in the rootfs against its image,
+	// sorted by path (docker diff).
+	RootfsChanges(ctx context.Context, rootfsID string) ([]containertypes.FilesystemChange, error)
+	// CommitImage stores the rootfs's changes as a new layer on top of its
+	// image and the image described by img; it returns the new image's ID.
+	// A failure leaves no image and no layer.
+	CommitImage(ctx context.Context, rootfsID string, img CommitImage) (id string, err error)
+	// PushImage pushes image id to the registry of name (fully qualified
+	// and tagged), calling progress with Docker's push stream from the
+	// first "Preparing" to the closing digest line. Rejected credentials
+	// are classed errdefs.ErrUnauthenticated.
+	PushImage(ctx context.Context, id, name string, auth registry.AuthConfig, progress func(jsonstream.Message)) error
 }
 
 // Image is an image of the store as the image service sees it.
@@ -129,6 +144,25 @@ type LoadedImage struct {
 	// Replaced maps each name that belonged to another image before the
 	// load to that image's ID.
 	Replaced map[string]string
+}
+
+// CommitImage describes the image a commit makes.
+type CommitImage struct {
+	// Image is the new config: the source image's (its History included)
+	// with the committed Config, Created and Author. The store sets
+	// RootFS, and appends History with EmptyLayer set when nothing changed.
+	Image   dockerspec.DockerOCIImage
+	History ocispec.History
+	// Comment is written as the config's top-level "comment", as Docker
+	// does.
+	Comment string
+	// Name is the fully qualified tag to give the image ("" for none).
+	Name string
+	// Parent is the source image's ID, Docker's ParentId.
+	Parent string
+	// Exclude lists paths ("/etc/hosts") left out of the layer: the mount
+	// points the runtime created, which are not the container's changes.
+	Exclude map[string]bool
 }
 
 // SaveImage is one image to save and the fully qualified tags to record

@@ -3,7 +3,10 @@ package engine
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/containerd/errdefs"
@@ -43,7 +46,12 @@ func (e *Engine) reconcile(ctx context.Context) error {
 	}
 	for id, client := range adopt {
 		e.runs.shims[id] = client
+		e.monitors.Add(1)
 		go e.monitor(id, client)
+	}
+	e.sweepOrphans(ctx, adopt)
+	if err := e.restoreNetworks(ctx); err != nil {
+		e.log.Warn("restoring networks", "err", err)
 	}
 	if n := len(rep.Exited) + len(rep.Lost) + len(rep.Removed) + len(rep.Dead) + len(adopt); n > 0 {
 		e.log.Info("reconciled containers", "adopted", len(adopt), "exited", len(rep.Exited), "lost", len(rep.Lost), "removed", len(rep.Removed), "dead", len(rep.Dead))
@@ -77,5 +85,54 @@ func (e *Engine) Close() error {
 		}()
 	}
 	wg.Wait()
+	// The runs that ended are cleaned up (rootfs unmounted, network
+	// released) before the daemon closes what that needs.
+	done := make(chan struct{})
+	go func() { e.monitors.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		e.log.Warn("containers still being cleaned up at shutdown")
+	}
 	return nil
+}
+
+// sweepOrphans ends containers that libcontainer still knows but no record
+// says are running: a daemon killed between spawning a shim and recording
+// the start leaves a shim (or, if the shim died too, an init) waiting for a
+// start that will never come.
+func (e *Engine) sweepOrphans(ctx context.Context, adopted map[string]*shim.Client) {
+	if e.opts.ShimBinary == "" {
+		return
+	}
+	ents, err := os.ReadDir(filepath.Join(e.opts.StateDir, "runc"))
+	if err != nil {
+		return
+	}
+	for _, ent := range ents {
+		id := ent.Name()
+		if _, ok := adopted[id]; ok {
+			continue
+		}
+		c, err := e.containers.Get(ctx, id)
+		if err == nil && c.State.Running() {
+			continue
+		}
+		bundle := filepath.Join(e.opts.StateDir, "containers", id)
+		if err == nil {
+			bundle = c.Runtime.BundleDir
+			if client, err := shim.Connect(ctx, c.Runtime.ShimSocket); err == nil {
+				client.Kill(ctx, syscall.SIGKILL)
+				// The shim cleans up and exits once its container is gone.
+				wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				client.Wait(wctx)
+				cancel()
+			}
+		}
+		if err := shim.Delete(ctx, e.opts.ShimBinary, bundle); err != nil {
+			e.log.Warn("removing an orphaned container", "container", id, "err", err)
+			continue
+		}
+		e.log.Info("removed an orphaned container process", "container", id)
+	}
 }

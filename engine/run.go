@@ -108,14 +108,17 @@ func (e *Engine) ContainerStart(ctx context.Context, ref string) error {
 	}
 	if err := client.Start(ctx); err != nil {
 		client.Kill(context.WithoutCancel(ctx), syscall.SIGKILL)
+		e.detachNetwork(context.WithoutCancel(ctx), c.ID, "")
 		return err
 	}
 	if err := e.containers.Update(ctx, c.ID, func(c *container.Container) error {
 		return c.State.SetRunning(client.Pid(), time.Now().UTC())
 	}); err != nil {
 		client.Kill(context.WithoutCancel(ctx), syscall.SIGKILL)
+		e.detachNetwork(context.WithoutCancel(ctx), c.ID, "")
 		return err
 	}
+	e.monitors.Add(1)
 	go e.monitor(c.ID, client)
 	return nil
 }
@@ -133,7 +136,16 @@ func (e *Engine) startShim(ctx context.Context, c *container.Container) (*shim.C
 			e.images.UnmountRootfs(context.WithoutCancel(ctx), c.Runtime.RootfsID)
 		}
 	}()
-	etc, err := e.writeEtcFiles(c)
+	att, err := e.attachNetwork(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if !ok {
+			e.detachNetwork(context.WithoutCancel(ctx), c.ID, sandboxID(att.Settings))
+		}
+	}()
+	etc, err := e.writeEtcFiles(c, att)
 	if err != nil {
 		return nil, err
 	}
@@ -143,15 +155,14 @@ func (e *Engine) startShim(ctx context.Context, c *container.Container) (*shim.C
 		Config:     c.Config,
 		HostConfig: c.HostConfig,
 		Hostname:   c.Config.Hostname,
+		NetNSPath:  att.NetNSPath,
 		EtcFiles:   etc,
 		Rootless:   e.opts.Rootless,
 		SingleUID:  e.opts.IDMap == "single",
 		InitPath:   e.opts.InitBinary,
 	}
-	switch c.HostConfig.NetworkMode {
-	case "host", "none":
-	default:
-		in.NetNSPath = e.opts.NetNS
+	if att.hostname != "" {
+		in.Hostname = att.hostname
 	}
 	sp, _, err := spec.Build(in)
 	if err != nil {
@@ -201,6 +212,7 @@ func (e *Engine) startShim(ctx context.Context, c *container.Container) (*shim.C
 // monitor waits for a container's end, records it, and cleans up: the
 // rootfs is unmounted and an AutoRemove container removed.
 func (e *Engine) monitor(id string, client *shim.Client) {
+	defer e.monitors.Done()
 	ctx := context.Background()
 	st, err := client.Wait(ctx)
 	exit := container.ExitInfo{Code: st.ExitCode, FinishedAt: st.FinishedAt, OOMKilled: st.OOMKilled, Error: st.Error}
@@ -235,6 +247,7 @@ func (e *Engine) monitor(id string, client *shim.Client) {
 
 // cleanupRun undoes what a start set up once the container has ended.
 func (e *Engine) cleanupRun(ctx context.Context, c *container.Container, unmount bool) {
+	e.detachNetwork(ctx, c.ID, sandboxID(c.NetworkSettings))
 	if unmount {
 		if err := e.images.UnmountRootfs(ctx, c.Runtime.RootfsID); err != nil {
 			e.log.Warn("unmounting rootfs", "container", c.ID, "err", err)

@@ -5,6 +5,9 @@ package integration
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -114,6 +117,28 @@ func TestKill9DuringLifecycle(t *testing.T) {
 	if out := strings.TrimSpace(mustDocker(t, d2, "ps", "-aq")); out != "" {
 		t.Errorf("left over: %q", out)
 	}
+	// No shim or container init of the first daemon waits forever.
+	waitFor(t, func() bool { return len(shimsOf(d.Runtime)) == 0 })
+}
+
+// shimsOf lists the hutch-shim processes (shims and container inits) whose
+// command line names runtimeDir.
+func shimsOf(runtimeDir string) []int {
+	var out []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		args := cmdline(pid)
+		if len(args) > 0 && filepath.Base(args[0]) == "hutch-shim" {
+			if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid)); err == nil && strings.Contains(string(b), runtimeDir) || strings.Contains(strings.Join(args, " "), runtimeDir) {
+				out = append(out, pid)
+			}
+		}
+	}
+	return out
 }
 
 func mustDocker(t *testing.T, d *daemon, args ...string) string {

@@ -1,5 +1,5 @@
 // Package storage owns hutch's layer store and every way images come in and
-// out of it: pull, import, load and save.
+// out of it: pull, import, load, save, commit and push.
 //
 // It wraps go.podman.io/storage (layers, images, container layers on disk)
 // with options built explicitly for a per-user daemon: inside rootlesskit the
@@ -25,6 +25,12 @@
 // archive with the docker-archive transport, and docker save writes one
 // through a pipe, all with copy.Image. Copies that fail remove the layers
 // they created, as failed pulls do.
+//
+// docker commit takes the same road from a source of its own: the container
+// layer's diff becomes a layer on the image's top layer, and copy.Image
+// writes the image from the new config and manifest (commit.go,
+// commitsource.go). docker push is copy.Image from the storage transport
+// to docker://, its events turned into Docker's push stream (push.go).
 //
 // Docker keeps digest references ("busybox@sha256:…") apart from tags;
 // containers/storage has names only. The digests pulls resolved to, the

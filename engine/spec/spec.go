@@ -44,8 +44,9 @@ type Input struct {
 	// Docker).
 	Hostname string
 	// NetNSPath is the network namespace to join for the default and
-	// user-defined networks; "" gives the container a new, empty one.
-	// --network none always gets a new one, --network host none at all.
+	// user-defined networks and --network container:<id>; "" gives the
+	// container a new, empty one. --network none always gets a new one,
+	// --network host none at all.
 	NetNSPath string
 	// EtcFiles are bind-mounted over /etc/hosts, /etc/hostname and
 	// /etc/resolv.conf.
@@ -233,7 +234,11 @@ func (b *builder) namespaces() error {
 	net := hc.NetworkMode
 	switch {
 	case net.IsContainer() || net == "container":
-		return fmt.Errorf("--network %s: sharing another container's network namespace is not supported yet: %w", net, errdefs.ErrNotImplemented)
+		// The engine resolves the other container to its namespace.
+		if b.in.NetNSPath == "" || !filepath.IsAbs(b.in.NetNSPath) {
+			return fmt.Errorf("--network %s: no network namespace to join: %w", net, errdefs.ErrInvalidArgument)
+		}
+		ns = append(ns, specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: b.in.NetNSPath})
 	case net.IsHost():
 	case net.IsNone() || b.cfg.NetworkDisabled || b.in.NetNSPath == "":
 		ns = append(ns, specs.LinuxNamespace{Type: specs.NetworkNamespace})

@@ -1,0 +1,130 @@
+package network
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/containerd/errdefs"
+	"github.com/hutch-engine/hutch/engine/container"
+	containertypes "github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/network"
+)
+
+// primaryNetwork is the network a mode names ("" and "default": bridge).
+func primaryNetwork(mode containertypes.NetworkMode) string {
+	switch m := string(mode); m {
+	case "", network.NetworkDefault:
+		return BridgeName
+	default:
+		return m
+	}
+}
+
+// Configure implements engine.Networks.
+func (m *Manager) Configure(ctx context.Context, c *container.Container, nc *network.NetworkingConfig) (*containertypes.NetworkSettings, error) {
+	hc := c.HostConfig
+	if hc.NetworkMode == "" || hc.NetworkMode == network.NetworkDefault {
+		hc.NetworkMode = BridgeName
+	}
+	mode := hc.NetworkMode
+	var eps map[string]*network.EndpointSettings
+	if nc != nil {
+		eps = nc.EndpointsConfig
+	}
+	if _, err := planPorts(c.Config, hc); err != nil {
+		return nil, err
+	}
+	out := &containertypes.NetworkSettings{Networks: map[string]*network.EndpointSettings{}}
+	if mode.IsContainer() {
+		if len(hc.PortBindings) > 0 || hc.PublishAllPorts {
+			return nil, errdefs.ErrInvalidArgument.WithMessage("conflicting options: port publishing and the container type network mode")
+		}
+		if len(eps) > 0 {
+			return nil, errdefs.ErrInvalidArgument.WithMessage("conflicting options: container type network can't be used with other networks")
+		}
+		return out, nil
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	primary, err := m.find(primaryNetwork(mode))
+	if err != nil {
+		return nil, err
+	}
+	names := []string{primary.Name}
+	for ref := range eps {
+		n, err := m.find(ref)
+		if err != nil {
+			return nil, err
+		}
+		if n.ID != primary.ID {
+			names = append(names, n.Name)
+		}
+	}
+	if len(names) > 1 && !primary.IsBridge() {
+		slices.Sort(names)
+		return nil, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("Container cannot be connected to network endpoints: %s", strings.Join(names, ", ")))
+	}
+	for ref, cfg := range eps {
+		n, _ := m.find(ref)
+		if err := validateEndpoint(n, cfg); err != nil {
+			return nil, err
+		}
+		out.Networks[n.Name] = configOnly(n, cfg)
+	}
+	if out.Networks[primary.Name] == nil {
+		out.Networks[primary.Name] = &network.EndpointSettings{NetworkID: primary.ID}
+	}
+	return out, nil
+}
+
+// validateEndpoint checks an endpoint config against its network, with
+// Docker's messages.
+func validateEndpoint(n *netState, cfg *network.EndpointSettings) error {
+	if cfg == nil {
+		return nil
+	}
+	var static netip.Addr
+	if cfg.IPAMConfig != nil {
+		static = cfg.IPAMConfig.IPv4Address
+		if cfg.IPAMConfig.IPv6Address.IsValid() {
+			return errdefs.ErrInvalidArgument.WithMessage("invalid IPv6 address: IPv6 is not enabled on network " + n.Name)
+		}
+	}
+	if !n.UserDefined() {
+		if static.IsValid() {
+			return errdefs.ErrInvalidArgument.WithMessage("user specified IP address is supported on user defined networks only")
+		}
+		if len(cfg.Aliases) > 0 {
+			return errdefs.ErrInvalidArgument.WithMessage("network-scoped alias is supported only for containers in user defined networks")
+		}
+	}
+	if static.IsValid() {
+		if !static.Is4() {
+			return errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid IPv4 address: %s", static))
+		}
+		if !n.UserSubnet {
+			return errdefs.ErrInvalidArgument.WithMessage("user specified IP address is supported only when connecting to networks with user configured subnets")
+		}
+		if n.pool == nil || !n.pool.usable(static) {
+			return errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("no configured subnet or ip-range contain the IP address %s", static))
+		}
+	}
+	return nil
+}
+
+// configOnly keeps the configuration part of an endpoint config.
+func configOnly(n *netState, cfg *network.EndpointSettings) *network.EndpointSettings {
+	out := &network.EndpointSettings{NetworkID: n.ID}
+	if cfg != nil {
+		out.IPAMConfig = cfg.IPAMConfig.Copy()
+		out.Links = slices.Clone(cfg.Links)
+		out.Aliases = slices.Clone(cfg.Aliases)
+		out.DriverOpts = cfg.DriverOpts
+		out.GwPriority = cfg.GwPriority
+		out.MacAddress = slices.Clone(cfg.MacAddress)
+	}
+	return out
+}

@@ -1,0 +1,172 @@
+package network
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+
+	"github.com/containerd/errdefs"
+	"github.com/hutch-engine/hutch/engine/container"
+	"github.com/moby/moby/api/types/network"
+)
+
+// Connect implements engine.Networks. A container whose namespace exists
+// (it runs) gets its new interface at once; another one is configured for
+// its next start.
+func (m *Manager) Connect(ctx context.Context, c *container.Container, ref string, cfg *network.EndpointSettings) (string, *network.EndpointSettings, error) {
+	mode := c.HostConfig.NetworkMode
+	switch {
+	case mode.IsContainer():
+		return "", nil, errdefs.ErrInvalidArgument.WithMessage("container sharing network namespace with another container or host cannot be connected to any other network")
+	case mode.IsHost():
+		return "", nil, errdefs.ErrInvalidArgument.WithMessage("container cannot be disconnected from host network or connected to host network")
+	case mode.IsNone():
+		return "", nil, errdefs.ErrInvalidArgument.WithMessage("container cannot be connected to multiple networks with one of the networks in private (none) mode")
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n, err := m.find(ref)
+	if err != nil {
+		return "", nil, err
+	}
+	if !n.IsBridge() {
+		return "", nil, errdefs.ErrInvalidArgument.WithMessage("container cannot be disconnected from host network or connected to host network")
+	}
+	if err := validateEndpoint(n, cfg); err != nil {
+		return "", nil, err
+	}
+	name := strings.TrimPrefix(c.Name, "/")
+	if _, ok := n.eps[c.ID]; ok {
+		return "", nil, errdefs.ErrPermissionDenied.WithMessage(fmt.Sprintf("endpoint with name %s already exists in network %s", name, n.Name))
+	}
+	if c.NetworkSettings != nil && c.NetworkSettings.Networks[n.Name] != nil && c.NetworkSettings.Networks[n.Name].NetworkID == n.ID {
+		return "", nil, errdefs.ErrPermissionDenied.WithMessage(fmt.Sprintf("endpoint with name %s already exists in network %s", name, n.Name))
+	}
+	sb := m.sandboxes[c.ID]
+	if sb == nil || m.drv == nil {
+		return n.Name, configOnly(n, cfg), nil
+	}
+	ep, err := m.plugLocked(ctx, sb, n, c, cfg, false)
+	if err != nil {
+		return "", nil, err
+	}
+	return n.Name, endpointSettings(n, ep, cfg), nil
+}
+
+// Disconnect implements engine.Networks. With force, a network that no
+// longer exists is dropped from the container's record all the same.
+func (m *Manager) Disconnect(ctx context.Context, c *container.Container, ref string, force bool) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n, err := m.find(ref)
+	if err != nil {
+		if force && errdefs.IsNotFound(err) && c.NetworkSettings != nil && c.NetworkSettings.Networks[ref] != nil {
+			return ref, nil
+		}
+		return "", err
+	}
+	mode := c.HostConfig.NetworkMode
+	if !n.IsBridge() || mode.IsHost() || mode.IsContainer() {
+		return "", errdefs.ErrInvalidArgument.WithMessage("container cannot be disconnected from host network or connected to host network")
+	}
+	ep := n.eps[c.ID]
+	configured := c.NetworkSettings != nil && c.NetworkSettings.Networks[n.Name] != nil
+	if ep == nil && !configured {
+		return "", errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("container %s is not connected to network %s", c.ID, n.Name))
+	}
+	if ep != nil {
+		if err := m.drv.Unplug(ctx, ep); err != nil {
+			return "", fmt.Errorf("disconnecting from network %s: %w", n.Name, err)
+		}
+		n.pool.release(ep.IP)
+		delete(n.eps, c.ID)
+		if sb := m.sandboxes[c.ID]; sb != nil {
+			sb.order = slices.DeleteFunc(sb.order, func(id string) bool { return id == n.ID })
+		}
+	}
+	return n.Name, nil
+}
+
+// Restore implements engine.Networks: the running containers keep their
+// addresses (their records say which), and the namespaces of all other
+// containers, left by a daemon that died, are removed. Forwarded ports do
+// not survive a restart: rootlesskit's went with its process.
+func (m *Manager) Restore(ctx context.Context, running []*container.Container) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	keep := map[string]bool{}
+	for _, c := range running {
+		keep[c.ID] = true
+		ns := c.NetworkSettings
+		if ns == nil || ns.SandboxKey == "" || m.drv == nil {
+			continue
+		}
+		sb := &sandbox{id: c.ID, path: ns.SandboxKey, key: ns.SandboxID}
+		m.sandboxes[c.ID] = sb
+		names := make([]string, 0, len(ns.Networks))
+		for name := range ns.Networks {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		for _, name := range names {
+			es := ns.Networks[name]
+			if es == nil || !es.IPAddress.IsValid() || len(es.EndpointID) < 8 {
+				continue
+			}
+			n, err := m.find(es.NetworkID)
+			if err != nil || n.pool == nil {
+				continue
+			}
+			if err := n.pool.reserve(es.IPAddress, c.ID); err != nil {
+				m.log.Warn("restoring an address", "container", c.ID, "network", n.Name, "err", err)
+				continue
+			}
+			n.eps[c.ID] = &Endpoint{
+				ID: es.EndpointID, ContainerID: c.ID, Name: strings.TrimPrefix(c.Name, "/"),
+				IP: es.IPAddress, MAC: net.HardwareAddr(es.MacAddress), Aliases: slices.Clone(es.Aliases),
+				DNSNames: slices.Clone(es.DNSNames), HostIf: hostIfName(es.EndpointID),
+				IfName: fmt.Sprintf("eth%d", sb.nextIf),
+			}
+			sb.order = append(sb.order, n.ID)
+			sb.nextIf++
+		}
+	}
+	if m.drv == nil {
+		return nil
+	}
+	ids, err := m.drv.Sandboxes(ctx)
+	if err != nil {
+		return fmt.Errorf("listing network namespaces: %w", err)
+	}
+	var removed int
+	for _, id := range ids {
+		if keep[id] {
+			continue
+		}
+		if err := m.drv.RemoveSandbox(ctx, id); err != nil {
+			m.log.Warn("removing a stale network namespace", "container", id, "err", err)
+			continue
+		}
+		removed++
+	}
+	if removed > 0 {
+		m.log.Info("removed stale network namespaces", "count", removed)
+	}
+	return nil
+}
+
+// Close stops the DNS servers. The driver's state dies with the detached
+// namespace.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, n := range m.nets {
+		if n.dns != nil {
+			n.dns.stop()
+			n.dns = nil
+		}
+	}
+	return nil
+}

@@ -1,0 +1,252 @@
+package network
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// dnsTTL is the TTL of the names the embedded server answers, Docker's.
+const dnsTTL = 600
+
+// upstreamTimeout bounds one forwarded query.
+const upstreamTimeout = 5 * time.Second
+
+// dnsServer is a user network's embedded DNS server, listening on the
+// network's gateway address: it answers the names and aliases of the
+// containers on the networks of the asking container and forwards the
+// rest upstream (except on internal networks, which reach nothing).
+type dnsServer struct {
+	pc net.PacketConn
+	l  net.Listener
+}
+
+func (m *Manager) startDNS(ctx context.Context, n *netState) (*dnsServer, error) {
+	pc, l, err := m.drv.ListenDNS(ctx, n.Gateway)
+	if err != nil {
+		return nil, err
+	}
+	h := &resolver{m: m, netID: n.ID, internal: n.Internal}
+	for _, s := range []*dns.Server{{PacketConn: pc, Handler: h}, {Listener: l, Handler: h}} {
+		go func() {
+			if err := s.ActivateAndServe(); err != nil {
+				m.log.Debug("embedded DNS server stopped", "network", n.Name, "err", err)
+			}
+		}()
+	}
+	return &dnsServer{pc: pc, l: l}, nil
+}
+
+// stop closes the sockets, which ends the servers. It does not wait for
+// queries in flight: they may wait for the Manager's lock, which the
+// caller holds.
+func (d *dnsServer) stop() {
+	d.pc.Close()
+	d.l.Close()
+}
+
+// resolver answers the queries that arrive on one network.
+type resolver struct {
+	m        *Manager
+	netID    string
+	internal bool
+}
+
+func (r *resolver) ServeDNS(w dns.ResponseWriter, q *dns.Msg) {
+	resp, forward := r.answer(q, remoteIP(w.RemoteAddr()))
+	if forward {
+		resp = r.forward(q, w.RemoteAddr().Network())
+	}
+	if _, udp := w.RemoteAddr().(*net.UDPAddr); udp {
+		size := dns.MinMsgSize
+		if o := q.IsEdns0(); o != nil {
+			size = int(o.UDPSize())
+		}
+		resp.Truncate(size)
+	}
+	w.WriteMsg(resp)
+}
+
+// answer answers q from the containers' names; forward says the name is
+// not ours and should go upstream.
+func (r *resolver) answer(q *dns.Msg, client netip.Addr) (resp *dns.Msg, forward bool) {
+	resp = new(dns.Msg)
+	resp.SetReply(q)
+	if len(q.Question) != 1 || q.Opcode != dns.OpcodeQuery {
+		resp.Rcode = dns.RcodeNotImplemented
+		return resp, false
+	}
+	qq := q.Question[0]
+	if qq.Qclass != dns.ClassINET {
+		return resp, !r.internal
+	}
+	switch qq.Qtype {
+	case dns.TypeA, dns.TypeAAAA:
+		ips := r.m.lookup(r.netID, client, qq.Name)
+		if len(ips) == 0 {
+			break
+		}
+		resp.Authoritative = true
+		if qq.Qtype == dns.TypeA {
+			for _, ip := range ips {
+				resp.Answer = append(resp.Answer, &dns.A{
+					Hdr: dns.RR_Header{Name: qq.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: dnsTTL},
+					A:   net.IP(ip.AsSlice()),
+				})
+			}
+		}
+		// AAAA of a known name: it exists, without IPv6 address.
+		return resp, false
+	case dns.TypePTR:
+		if name := r.m.reverse(r.netID, client, qq.Name); name != "" {
+			resp.Authoritative = true
+			resp.Answer = append(resp.Answer, &dns.PTR{
+				Hdr: dns.RR_Header{Name: qq.Name, Rrtype: dns.TypePTR, Class: dns.ClassINET, Ttl: dnsTTL},
+				Ptr: dns.Fqdn(name),
+			})
+			return resp, false
+		}
+	}
+	if r.internal {
+		resp.Rcode = dns.RcodeServerFailure
+		return resp, false
+	}
+	return resp, true
+}
+
+// forward sends q to the upstream resolver and returns its answer, or
+// SERVFAIL.
+func (r *resolver) forward(q *dns.Msg, network string) *dns.Msg {
+	fail := new(dns.Msg)
+	fail.SetRcode(q, dns.RcodeServerFailure)
+	proto := "udp"
+	if strings.HasPrefix(network, "tcp") {
+		proto = "tcp"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), upstreamTimeout)
+	defer cancel()
+	conn, err := r.m.drv.DialUpstream(ctx, proto)
+	if err != nil {
+		r.m.log.Debug("embedded DNS: upstream", "err", err)
+		return fail
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(upstreamTimeout))
+	co := &dns.Conn{Conn: conn, UDPSize: dns.MaxMsgSize}
+	if err := co.WriteMsg(q); err != nil {
+		return fail
+	}
+	for {
+		resp, err := co.ReadMsg()
+		if err != nil {
+			r.m.log.Debug("embedded DNS: upstream answer", "err", err)
+			return fail
+		}
+		if resp.Id == q.Id {
+			return resp
+		}
+	}
+}
+
+func remoteIP(a net.Addr) netip.Addr {
+	switch a := a.(type) {
+	case *net.UDPAddr:
+		ip, _ := netip.AddrFromSlice(a.IP)
+		return ip.Unmap()
+	case *net.TCPAddr:
+		ip, _ := netip.AddrFromSlice(a.IP)
+		return ip.Unmap()
+	}
+	return netip.Addr{}
+}
+
+// queryNetworks are the networks whose names a client sees, the network
+// the query came in on first: all networks of the client's container.
+func (m *Manager) queryNetworks(netID string, client netip.Addr) []*netState {
+	out := []*netState{}
+	if n := m.nets[netID]; n != nil {
+		out = append(out, n)
+	}
+	var cid string
+	for _, n := range out {
+		for id, ep := range n.eps {
+			if ep.IP == client {
+				cid = id
+			}
+		}
+	}
+	if sb := m.sandboxes[cid]; sb != nil {
+		for _, id := range sb.order {
+			if n := m.nets[id]; n != nil && id != netID && n.UserDefined() {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+// lookup returns the addresses of a name ("db", "db.", "db.mynet.") on
+// the networks client sees: those of the first network that knows it.
+func (m *Manager) lookup(netID string, client netip.Addr, qname string) []netip.Addr {
+	name := strings.ToLower(strings.TrimSuffix(qname, "."))
+	if name == "" {
+		return nil
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	for _, n := range m.queryNetworks(netID, client) {
+		short := name
+		if s, ok := strings.CutSuffix(name, "."+strings.ToLower(n.Name)); ok {
+			short = s
+		}
+		var ips []netip.Addr
+		for _, ep := range n.eps {
+			if slices.ContainsFunc(ep.DNSNames, func(d string) bool { return strings.EqualFold(d, short) }) {
+				ips = append(ips, ep.IP)
+			}
+		}
+		if len(ips) > 0 {
+			slices.SortFunc(ips, netip.Addr.Compare)
+			return ips
+		}
+	}
+	return nil
+}
+
+// reverse answers a PTR query for an address of the client's networks.
+func (m *Manager) reverse(netID string, client netip.Addr, qname string) string {
+	ip, err := arpaAddr(qname)
+	if err != nil {
+		return ""
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	for _, n := range m.queryNetworks(netID, client) {
+		for _, ep := range n.eps {
+			if ep.IP == ip && len(ep.DNSNames) > 0 {
+				return ep.DNSNames[0] + "." + n.Name
+			}
+		}
+	}
+	return ""
+}
+
+// arpaAddr reads an IPv4 in-addr.arpa name.
+func arpaAddr(qname string) (netip.Addr, error) {
+	s, ok := strings.CutSuffix(strings.ToLower(strings.TrimSuffix(qname, ".")), ".in-addr.arpa")
+	if !ok {
+		return netip.Addr{}, errors.New("not an in-addr.arpa name")
+	}
+	parts := strings.Split(s, ".")
+	if len(parts) != 4 {
+		return netip.Addr{}, errors.New("not a full address")
+	}
+	slices.Reverse(parts)
+	return netip.ParseAddr(strings.Join(parts, "."))
+}

@@ -1,0 +1,183 @@
+package network
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hutch-engine/hutch/engine/container"
+	containertypes "github.com/moby/moby/api/types/container"
+)
+
+// fakeDriver keeps in memory what a real driver would make in the kernel,
+// so that tests can check that nothing is left behind.
+type fakeDriver struct {
+	mu        sync.Mutex
+	reserved  []netip.Prefix
+	setup     map[string]bool      // network IDs
+	sandboxes map[string]bool      // container IDs
+	plugged   map[string]*Endpoint // by HostIf
+	forwards  map[int]Forward
+	nextID    int
+	taken     map[uint16]bool // host ports another process holds
+	failPlug  error
+	// dns is where ListenDNS listened, by the address asked for.
+	dns      map[netip.Addr]string
+	upstream string // a fake upstream resolver (udp)
+}
+
+func newFake() *fakeDriver {
+	return &fakeDriver{setup: map[string]bool{}, sandboxes: map[string]bool{}, plugged: map[string]*Endpoint{},
+		forwards: map[int]Forward{}, taken: map[uint16]bool{}, dns: map[netip.Addr]string{}}
+}
+
+func (f *fakeDriver) Reserved(context.Context) ([]netip.Prefix, error) { return f.reserved, nil }
+
+func (f *fakeDriver) SetupNetwork(_ context.Context, n *Network) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.setup[n.ID] = true
+	return nil
+}
+
+func (f *fakeDriver) TeardownNetwork(_ context.Context, n *Network) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.setup, n.ID)
+	return nil
+}
+
+func (f *fakeDriver) NewSandbox(_ context.Context, id string) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.sandboxes[id] = true
+	return "/run/netns/" + id, nil
+}
+
+func (f *fakeDriver) RemoveSandbox(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.sandboxes, id)
+	return nil
+}
+
+func (f *fakeDriver) Sandboxes(context.Context) ([]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for id := range f.sandboxes {
+		out = append(out, id)
+	}
+	return out, nil
+}
+
+func (f *fakeDriver) Plug(_ context.Context, path string, n *Network, ep *Endpoint, gateway bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.failPlug != nil {
+		return f.failPlug
+	}
+	if !f.setup[n.ID] {
+		return fmt.Errorf("network %s not set up", n.Name)
+	}
+	f.plugged[ep.HostIf] = ep
+	return nil
+}
+
+func (f *fakeDriver) Unplug(_ context.Context, ep *Endpoint) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.plugged, ep.HostIf)
+	return nil
+}
+
+func (f *fakeDriver) Publish(_ context.Context, fw Forward) (Forward, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if fw.HostPort == 0 {
+		fw.HostPort = uint16(40000 + f.nextID)
+	}
+	if f.taken[fw.HostPort] {
+		return fw, fmt.Errorf("listen tcp 127.0.0.1:%d: bind: %w", fw.HostPort, syscall.EADDRINUSE)
+	}
+	f.nextID++
+	fw.ID = f.nextID
+	fw.DualStack = !fw.HostIP.IsValid()
+	f.forwards[fw.ID] = fw
+	return fw, nil
+}
+
+func (f *fakeDriver) Unpublish(_ context.Context, fw Forward) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.forwards, fw.ID)
+	return nil
+}
+
+func (f *fakeDriver) ListenDNS(_ context.Context, addr netip.Addr) (net.PacketConn, net.Listener, error) {
+	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		return nil, nil, err
+	}
+	l, err := net.Listen("tcp4", pc.LocalAddr().String())
+	if err != nil {
+		pc.Close()
+		return nil, nil, err
+	}
+	f.mu.Lock()
+	f.dns[addr] = pc.LocalAddr().String()
+	f.mu.Unlock()
+	return pc, l, nil
+}
+
+func (f *fakeDriver) DialUpstream(ctx context.Context, network string) (net.Conn, error) {
+	if f.upstream == "" {
+		return nil, errors.New("no upstream")
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, network, f.upstream)
+}
+
+func (f *fakeDriver) HostGateway() netip.Addr { return netip.MustParseAddr("10.0.2.2") }
+func (f *fakeDriver) Nameserver() netip.Addr  { return netip.MustParseAddr("10.0.2.3") }
+
+// empty reports what the driver still holds.
+func (f *fakeDriver) leftovers() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.sandboxes)+len(f.plugged)+len(f.forwards) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("sandboxes %v, veths %v, forwards %v", f.sandboxes, f.plugged, f.forwards)
+}
+
+func newManager(t *testing.T, drv Driver) *Manager {
+	t.Helper()
+	m, err := New(context.Background(), Options{Root: t.TempDir(), Driver: drv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+// testContainer is a container record as ContainerCreate makes it.
+func testContainer(name string, hc *containertypes.HostConfig) *container.Container {
+	if hc == nil {
+		hc = &containertypes.HostConfig{}
+	}
+	id := container.NewID()
+	return &container.Container{
+		ID:         id,
+		Name:       "/" + name,
+		Created:    time.Now(),
+		Config:     &containertypes.Config{Hostname: id[:12], Image: "busybox"},
+		HostConfig: hc,
+	}
+}

@@ -1,0 +1,73 @@
+package network
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/moby/moby/api/types/network"
+)
+
+// FuzzCheckCreate feeds POST /networks/create bodies, as a client may
+// send anything, through the decoding and the checks: no panic, and what
+// passes is a network hutch can run.
+func FuzzCheckCreate(f *testing.F) {
+	for _, s := range []string{
+		`{"Name":"n"}`,
+		`{"Name":"n","Driver":"bridge","Internal":true,"Labels":{"a":"b"}}`,
+		`{"Name":"n","IPAM":{"Driver":"default","Config":[{"Subnet":"10.9.0.0/24","Gateway":"10.9.0.254","IPRange":"10.9.0.128/25"}]}}`,
+		`{"Name":"n","IPAM":{"Config":[{"Subnet":"fd00::/64"},{"Subnet":"10.0.0.0/8"}]}}`,
+		`{"Name":"n","EnableIPv6":true}`,
+		`{"Name":"","IPAM":{"Config":[{"Gateway":"10.0.0.1"}]}}`,
+		`{"Name":"n","IPAM":{"Config":[{"Subnet":"10.9.0.0/30","Gateway":"10.9.0.3"}]}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var req network.CreateRequest
+		if json.Unmarshal(body, &req) != nil {
+			return
+		}
+		n, err := checkCreate(req)
+		if err != nil {
+			return
+		}
+		if n.Name == "" || n.Driver != driverBridge {
+			t.Fatalf("accepted %+v", n)
+		}
+		if !n.Subnet.IsValid() {
+			return
+		}
+		s := n.Subnet
+		if !s.Addr().Is4() || s != s.Masked() || s.Bits() > 30 {
+			t.Fatalf("accepted subnet %s", s)
+		}
+		if g := n.Gateway; !s.Contains(g) || g == s.Addr() || g == broadcast(s) {
+			t.Fatalf("accepted gateway %s in %s", g, s)
+		}
+		if r := n.IPRange; r.IsValid() && (r.Bits() < s.Bits() || !s.Contains(r.Addr())) {
+			t.Fatalf("accepted range %s in %s", r, s)
+		}
+		// The pool of an accepted network always has an address to give
+		// or says it has none.
+		p := newPool(n.Subnet, n.IPRange, n.Gateway)
+		if ip, err := p.allocate("c"); err == nil && !p.usable(ip) {
+			t.Fatalf("allocated %s in %s", ip, s)
+		}
+	})
+}
+
+// FuzzParseHostPort checks the HostPort strings of port bindings.
+func FuzzParseHostPort(f *testing.F) {
+	for _, s := range []string{"", "0", "80", "8000-8010", "9-1", "65535", "65536", "-", "1-"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		start, end, err := parseHostPort(s)
+		if err != nil {
+			return
+		}
+		if end < start || (start == 0) != (end == 0) {
+			t.Fatalf("parseHostPort(%q) = %d-%d", s, start, end)
+		}
+	})
+}

@@ -1,0 +1,489 @@
+package network
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/containerd/errdefs"
+	"github.com/hutch-engine/hutch/engine"
+	"github.com/hutch-engine/hutch/engine/container"
+	containertypes "github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/network"
+)
+
+var _ engine.Networks = (*Manager)(nil)
+
+// Options configures a Manager.
+type Options struct {
+	// Root is where network records are kept, one JSON file each.
+	Root string
+	// Driver makes networks real; nil gives containers of bridge networks
+	// a namespace with loopback only.
+	Driver Driver
+	Logger *slog.Logger
+}
+
+// Manager is the network model: records, address pools, the endpoints
+// and published ports of running containers, and the DNS servers of user
+// networks. One mutex guards it all; driver calls made under it are short
+// (netlink messages, a forward added over a unix socket).
+type Manager struct {
+	root string
+	drv  Driver
+	log  *slog.Logger
+
+	mu        sync.RWMutex
+	nets      map[string]*netState // by ID
+	sandboxes map[string]*sandbox  // by container ID
+}
+
+// netState is a network with what it has while the daemon runs.
+type netState struct {
+	*Network
+	pool *pool
+	eps  map[string]*Endpoint // by container ID
+	// up: the driver set the network up in this daemon's run.
+	up  bool
+	dns *dnsServer
+}
+
+// sandbox is a running container's network namespace.
+type sandbox struct {
+	// key is the run's NetworkSettings.SandboxID.
+	id, path, key string
+	// order lists the network IDs the container is attached to, in the
+	// order of its interfaces.
+	order    []string
+	forwards []Forward
+	nextIf   int
+}
+
+// New loads the network records under o.Root and creates the predefined
+// networks (bridge, host, none) on the first start.
+func New(ctx context.Context, o Options) (*Manager, error) {
+	m := &Manager{root: o.Root, drv: o.Driver, log: o.Logger, nets: map[string]*netState{}, sandboxes: map[string]*sandbox{}}
+	if m.log == nil {
+		m.log = slog.Default()
+	}
+	recs, skipped, err := load(o.Root)
+	if err != nil {
+		return nil, fmt.Errorf("network records: %w", err)
+	}
+	for _, err := range skipped {
+		m.log.Warn("skipped a damaged network record", "err", err)
+	}
+	for _, n := range recs {
+		m.add(n)
+	}
+	if err := m.ensurePredefined(ctx); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func (m *Manager) add(n *Network) *netState {
+	ns := &netState{Network: n, eps: map[string]*Endpoint{}}
+	if n.Subnet.IsValid() {
+		ns.pool = newPool(n.Subnet, n.IPRange, n.Gateway)
+	}
+	m.nets[n.ID] = ns
+	return ns
+}
+
+// ensurePredefined makes the bridge, host and none networks unless they
+// exist. The default bridge takes 172.17.0.0/16 unless the host routes
+// it elsewhere.
+func (m *Manager) ensurePredefined(ctx context.Context) error {
+	for _, name := range []string{BridgeName, HostName, NoneName} {
+		if m.byName(name) != nil {
+			continue
+		}
+		n := &Network{ID: newID(), Name: name, Created: time.Now().UTC()}
+		switch name {
+		case BridgeName:
+			reserved, err := m.reserved(ctx)
+			if err != nil {
+				return err
+			}
+			subnet, err := chooseSubnet(reserved)
+			if err != nil {
+				return err
+			}
+			n.Driver, n.Subnet, n.Gateway, n.Bridge = driverBridge, subnet, firstHost(subnet), DefaultBridge
+			n.Options = map[string]string{
+				"com.docker.network.bridge.default_bridge":       "true",
+				"com.docker.network.bridge.enable_icc":           "true",
+				"com.docker.network.bridge.enable_ip_masquerade": "true",
+				"com.docker.network.bridge.name":                 DefaultBridge,
+				"com.docker.network.driver.mtu":                  fmt.Sprint(MTU),
+			}
+		case HostName:
+			n.Driver = driverHost
+		case NoneName:
+			n.Driver = driverNull
+		}
+		if err := save(m.root, n); err != nil {
+			return fmt.Errorf("network %s: %w", name, err)
+		}
+		m.add(n)
+	}
+	return nil
+}
+
+// reserved is what subnets must not overlap: the driver's prefixes.
+func (m *Manager) reserved(ctx context.Context) ([]netip.Prefix, error) {
+	if m.drv == nil {
+		return nil, nil
+	}
+	return m.drv.Reserved(ctx)
+}
+
+func (m *Manager) byName(name string) *netState {
+	for _, n := range m.nets {
+		if n.Name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+// find resolves a network reference as Docker does: a full ID, then a
+// name, then a unique ID prefix. "default" is the bridge network.
+func (m *Manager) find(ref string) (*netState, error) {
+	if ref == "" || ref == network.NetworkDefault {
+		ref = BridgeName
+	}
+	if n := m.nets[ref]; n != nil {
+		return n, nil
+	}
+	if n := m.byName(ref); n != nil {
+		return n, nil
+	}
+	var found *netState
+	for id, n := range m.nets {
+		if strings.HasPrefix(id, ref) {
+			if found != nil {
+				return nil, fmt.Errorf("network %s is ambiguous (%d matches found based on ID prefix): %w", ref, 2, errdefs.ErrInvalidArgument)
+			}
+			found = n
+		}
+	}
+	if found == nil {
+		return nil, errdefs.ErrNotFound.WithMessage(fmt.Sprintf("network %s not found", ref))
+	}
+	return found, nil
+}
+
+// Attach implements engine.Networks.
+func (m *Manager) Attach(ctx context.Context, c *container.Container) (engine.NetAttachment, error) {
+	mode := c.HostConfig.NetworkMode
+	if mode.IsHost() || mode.IsNone() {
+		m.mu.RLock()
+		defer m.mu.RUnlock()
+		n, err := m.find(string(mode))
+		if err != nil {
+			return engine.NetAttachment{}, err
+		}
+		settings := &containertypes.NetworkSettings{
+			SandboxID: newID(),
+			Ports:     network.PortMap{},
+			Networks:  map[string]*network.EndpointSettings{n.Name: {NetworkID: n.ID, EndpointID: newID()}},
+		}
+		return engine.NetAttachment{Settings: settings}, nil
+	}
+	if m.drv == nil {
+		return engine.NetAttachment{Settings: &containertypes.NetworkSettings{SandboxID: newID()}}, nil
+	}
+	plan, err := planPorts(c.Config, c.HostConfig)
+	if err != nil {
+		return engine.NetAttachment{}, err
+	}
+	start := time.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.sandboxes[c.ID] != nil {
+		m.detachLocked(ctx, c.ID) // left by a start that did not finish
+	}
+	nets, err := m.attachOrder(c)
+	if err != nil {
+		return engine.NetAttachment{}, err
+	}
+	path, err := m.drv.NewSandbox(ctx, c.ID)
+	if err != nil {
+		return engine.NetAttachment{}, fmt.Errorf("creating the network namespace: %w", err)
+	}
+	sb := &sandbox{id: c.ID, path: path, key: newID()}
+	m.sandboxes[c.ID] = sb
+	ok := false
+	defer func() {
+		if !ok {
+			m.detachLocked(context.WithoutCancel(ctx), c.ID)
+		}
+	}()
+	settings := &containertypes.NetworkSettings{SandboxID: sb.key, SandboxKey: path, Ports: network.PortMap{}, Networks: map[string]*network.EndpointSettings{}}
+	gateway := true
+	var first *Endpoint
+	var firstNet *netState
+	for _, n := range nets {
+		var cfg *network.EndpointSettings
+		if c.NetworkSettings != nil {
+			cfg = c.NetworkSettings.Networks[n.Name]
+		}
+		ep, err := m.plugLocked(ctx, sb, n, c, cfg, gateway && !n.Internal)
+		if err != nil {
+			return engine.NetAttachment{}, err
+		}
+		if !n.Internal {
+			gateway = false
+		}
+		if first == nil {
+			first, firstNet = ep, n
+		}
+		settings.Networks[n.Name] = endpointSettings(n, ep, cfg)
+	}
+	if err := m.publishLocked(ctx, sb, c, nets, plan, settings.Ports); err != nil {
+		return engine.NetAttachment{}, err
+	}
+	ok = true
+	m.log.Debug("network attached", "container", c.ID, "took", time.Since(start))
+	att := engine.NetAttachment{
+		NetNSPath:   path,
+		Settings:    settings,
+		Addrs:       []netip.Addr{first.IP},
+		HostGateway: m.drv.HostGateway().String(),
+	}
+	if firstNet.UserDefined() {
+		// As Docker: names are tried as they are first, the embedded
+		// server answers the short ones.
+		att.Nameservers = []string{firstNet.Gateway.String()}
+		att.DNSOptions = []string{"ndots:0"}
+		att.EmbeddedDNS = true
+	} else {
+		att.Nameservers = []string{m.drv.Nameserver().String()}
+	}
+	return att, nil
+}
+
+// attachOrder lists the networks a container is configured for: its
+// network mode's first, then the others by name.
+func (m *Manager) attachOrder(c *container.Container) ([]*netState, error) {
+	primary, err := m.find(primaryNetwork(c.HostConfig.NetworkMode))
+	if err != nil {
+		return nil, err
+	}
+	out := []*netState{primary}
+	if c.NetworkSettings == nil {
+		return out, nil
+	}
+	var names []string
+	for name := range c.NetworkSettings.Networks {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		n, err := m.find(name)
+		if err != nil && c.NetworkSettings.Networks[name] != nil && c.NetworkSettings.Networks[name].NetworkID != "" {
+			n, err = m.find(c.NetworkSettings.Networks[name].NetworkID)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n.ID != primary.ID {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// plugLocked gives the container an address on n and its interface.
+func (m *Manager) plugLocked(ctx context.Context, sb *sandbox, n *netState, c *container.Container, cfg *network.EndpointSettings, gateway bool) (*Endpoint, error) {
+	if !n.IsBridge() {
+		return nil, errdefs.ErrInvalidArgument.WithMessage("container cannot be disconnected from host network or connected to host network")
+	}
+	if _, dup := n.eps[c.ID]; dup {
+		return nil, errdefs.ErrPermissionDenied.WithMessage(fmt.Sprintf("endpoint with name %s already exists in network %s", strings.TrimPrefix(c.Name, "/"), n.Name))
+	}
+	if err := m.setupLocked(ctx, n); err != nil {
+		return nil, err
+	}
+	ep := &Endpoint{ID: newID(), ContainerID: c.ID, Name: strings.TrimPrefix(c.Name, "/")}
+	ep.HostIf = hostIfName(ep.ID)
+	ep.IfName = fmt.Sprintf("eth%d", sb.nextIf)
+	var err error
+	if cfg != nil && cfg.IPAMConfig != nil && cfg.IPAMConfig.IPv4Address.IsValid() {
+		ep.IP = cfg.IPAMConfig.IPv4Address
+		err = n.pool.reserve(ep.IP, c.ID)
+	} else {
+		ep.IP, err = n.pool.allocate(c.ID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	ep.MAC = macFor(ep.IP)
+	if cfg != nil && len(cfg.MacAddress) == 6 {
+		ep.MAC = slices.Clone([]byte(cfg.MacAddress))
+	}
+	if cfg != nil {
+		ep.Aliases = slices.Clone(cfg.Aliases)
+	}
+	if n.UserDefined() {
+		ep.DNSNames = dnsNames(c, ep.Aliases)
+	}
+	if err := m.drv.Plug(ctx, sb.path, n.Network, ep, gateway); err != nil {
+		n.pool.release(ep.IP)
+		return nil, fmt.Errorf("connecting to network %s: %w", n.Name, err)
+	}
+	n.eps[c.ID] = ep
+	sb.order = append(sb.order, n.ID)
+	sb.nextIf++
+	return ep, nil
+}
+
+// dnsNames are the names an endpoint answers to on a user network, in
+// Docker's order: name, aliases, short ID, hostname.
+func dnsNames(c *container.Container, aliases []string) []string {
+	var out []string
+	add := func(s string) {
+		if s != "" && !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	add(strings.TrimPrefix(c.Name, "/"))
+	for _, a := range aliases {
+		add(a)
+	}
+	add(container.ShortID(c.ID))
+	if c.Config != nil {
+		add(c.Config.Hostname)
+	}
+	return out
+}
+
+// setupLocked has the driver make n real once per daemon run, and starts
+// the DNS server of a user network.
+func (m *Manager) setupLocked(ctx context.Context, n *netState) error {
+	if n.up {
+		return nil
+	}
+	if err := m.drv.SetupNetwork(ctx, n.Network); err != nil {
+		return fmt.Errorf("setting up network %s: %w", n.Name, err)
+	}
+	if n.UserDefined() {
+		d, err := m.startDNS(ctx, n)
+		if err != nil {
+			m.drv.TeardownNetwork(context.WithoutCancel(ctx), n.Network)
+			return fmt.Errorf("embedded DNS server of network %s: %w", n.Name, err)
+		}
+		n.dns = d
+	}
+	n.up = true
+	return nil
+}
+
+// endpointSettings is an endpoint as inspect shows it.
+func endpointSettings(n *netState, ep *Endpoint, cfg *network.EndpointSettings) *network.EndpointSettings {
+	out := configOnly(n, cfg)
+	out.EndpointID = ep.ID
+	out.Gateway = n.Gateway
+	out.IPAddress = ep.IP
+	out.IPPrefixLen = n.Subnet.Bits()
+	out.MacAddress = network.HardwareAddr(slices.Clone(ep.MAC))
+	out.DNSNames = slices.Clone(ep.DNSNames)
+	return out
+}
+
+// publishLocked forwards the planned host ports to the container's first
+// address on a network that is not internal, and fills ports as inspect
+// shows them.
+func (m *Manager) publishLocked(ctx context.Context, sb *sandbox, c *container.Container, nets []*netState, plan portPlan, ports network.PortMap) error {
+	for _, p := range plan.exposed {
+		if _, ok := ports[p]; !ok {
+			ports[p] = nil
+		}
+	}
+	var ep *Endpoint
+	for _, n := range nets {
+		if !n.Internal {
+			ep = n.eps[c.ID]
+			break
+		}
+	}
+	for _, b := range plan.bindings {
+		if ep == nil {
+			ports[b.port] = nil // internal networks publish nothing
+			continue
+		}
+		f := Forward{Proto: string(b.port.Proto()), HostIP: b.hostIP, HostPort: b.start, HostPortEnd: b.end, ChildIP: ep.IP, ChildPort: b.port.Num()}
+		got, err := m.drv.Publish(ctx, f)
+		if err != nil {
+			hostIP := "0.0.0.0"
+			if b.hostIP.IsValid() {
+				hostIP = b.hostIP.String()
+			}
+			return fmt.Errorf("failed to set up container networking: driver failed programming external connectivity on endpoint %s (%s): failed to bind host port for %s:%d:%s:%d/%s: %w",
+				ep.Name, ep.ID, hostIP, b.start, ep.IP, b.port.Num(), b.port.Proto(), portError(err))
+		}
+		sb.forwards = append(sb.forwards, got)
+		ports[b.port] = append(ports[b.port], shownBindings(got)...)
+	}
+	return nil
+}
+
+// portError keeps a driver's error, but says "address already in use"
+// plainly when that is the cause.
+func portError(err error) error {
+	if strings.Contains(err.Error(), "address already in use") {
+		return errors.New("address already in use")
+	}
+	return err
+}
+
+// Detach implements engine.Networks.
+func (m *Manager) Detach(ctx context.Context, id, sandboxID string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if sb := m.sandboxes[id]; sb != nil && sandboxID != "" && sb.key != sandboxID {
+		return nil // a later run's network
+	}
+	return m.detachLocked(ctx, id)
+}
+
+func (m *Manager) detachLocked(ctx context.Context, id string) error {
+	var errs []error
+	sb := m.sandboxes[id]
+	if sb != nil {
+		for _, f := range sb.forwards {
+			if err := m.drv.Unpublish(ctx, f); err != nil {
+				errs = append(errs, fmt.Errorf("removing forward of host port %d: %w", f.HostPort, err))
+			}
+		}
+		sb.forwards = nil
+	}
+	for _, n := range m.nets {
+		ep := n.eps[id]
+		if ep == nil {
+			continue
+		}
+		if m.drv != nil && n.up {
+			if err := m.drv.Unplug(ctx, ep); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		n.pool.release(ep.IP)
+		delete(n.eps, id)
+	}
+	if sb != nil {
+		if err := m.drv.RemoveSandbox(ctx, id); err != nil {
+			errs = append(errs, err)
+		}
+		delete(m.sandboxes, id)
+	}
+	return errors.Join(errs...)
+}

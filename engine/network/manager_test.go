@@ -1,0 +1,385 @@
+package network
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/containerd/errdefs"
+	"github.com/hutch-engine/hutch/engine/container"
+	containertypes "github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/network"
+)
+
+func TestPredefinedNetworks(t *testing.T) {
+	drv := newFake()
+	drv.reserved = []netip.Prefix{netip.MustParsePrefix("172.17.0.0/16"), netip.MustParsePrefix("10.0.2.0/24")}
+	root := t.TempDir()
+	m, err := New(context.Background(), Options{Root: root, Driver: drv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := m.NetworkList(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, n := range list {
+		got = append(got, n.Name+"/"+n.Driver)
+	}
+	if !slices.Equal(got, []string{"bridge/bridge", "host/host", "none/null"}) {
+		t.Fatalf("networks %v", got)
+	}
+	br, _ := m.NetworkInspect(context.Background(), "bridge")
+	if c := br.IPAM.Config; len(c) != 1 || c[0].Subnet.String() != "172.18.0.0/16" || c[0].Gateway.String() != "172.18.0.1" {
+		t.Errorf("default bridge avoids the host's 172.17.0.0/16: %+v", c)
+	}
+	if br.Options["com.docker.network.bridge.name"] != DefaultBridge {
+		t.Errorf("options %v", br.Options)
+	}
+	// A restart keeps the records, IDs included.
+	m2, err := New(context.Background(), Options{Root: root, Driver: newFake()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	br2, _ := m2.NetworkInspect(context.Background(), "bridge")
+	if br2.ID != br.ID || br2.IPAM.Config[0].Subnet != br.IPAM.Config[0].Subnet {
+		t.Errorf("after a restart: %s %v, before %s %v", br2.ID, br2.IPAM.Config, br.ID, br.IPAM.Config)
+	}
+}
+
+func TestConfigure(t *testing.T) {
+	m := newManager(t, newFake())
+	ctx := context.Background()
+	if _, err := m.NetworkCreate(ctx, network.CreateRequest{Name: "mynet", IPAM: &network.IPAM{Config: []network.IPAMConfig{{Subnet: netip.MustParsePrefix("10.9.0.0/24")}}}}); err != nil {
+		t.Fatal(err)
+	}
+	static := func(ip string) *network.EndpointSettings {
+		return &network.EndpointSettings{IPAMConfig: &network.EndpointIPAMConfig{IPv4Address: netip.MustParseAddr(ip)}}
+	}
+	tests := []struct {
+		name string
+		mode string
+		eps  map[string]*network.EndpointSettings
+		pb   network.PortMap
+		err  error
+		text string
+		nets []string
+	}{
+		{name: "default", mode: "", nets: []string{"bridge"}},
+		{name: "default by name", mode: "default", nets: []string{"bridge"}},
+		{name: "user network", mode: "mynet", eps: map[string]*network.EndpointSettings{"mynet": {Aliases: []string{"db"}}}, nets: []string{"mynet"}},
+		{name: "two networks", mode: "bridge", eps: map[string]*network.EndpointSettings{"mynet": nil}, nets: []string{"bridge", "mynet"}},
+		{name: "static address", mode: "mynet", eps: map[string]*network.EndpointSettings{"mynet": static("10.9.0.9")}, nets: []string{"mynet"}},
+		{name: "unknown network", mode: "nosuch", err: errdefs.ErrNotFound, text: "network nosuch not found"},
+		{name: "unknown extra network", mode: "bridge", eps: map[string]*network.EndpointSettings{"nosuch": nil}, err: errdefs.ErrNotFound},
+		{name: "alias on the default bridge", mode: "bridge", eps: map[string]*network.EndpointSettings{"bridge": {Aliases: []string{"a"}}}, err: errdefs.ErrInvalidArgument, text: "network-scoped alias is supported only for containers in user defined networks"},
+		{name: "address on the default bridge", mode: "bridge", eps: map[string]*network.EndpointSettings{"bridge": static("172.17.0.9")}, err: errdefs.ErrInvalidArgument, text: "user specified IP address is supported on user defined networks only"},
+		{name: "address outside the subnet", mode: "mynet", eps: map[string]*network.EndpointSettings{"mynet": static("10.8.0.9")}, err: errdefs.ErrInvalidArgument, text: "no configured subnet or ip-range contain the IP address 10.8.0.9"},
+		{name: "host and a network", mode: "host", eps: map[string]*network.EndpointSettings{"mynet": nil}, err: errdefs.ErrInvalidArgument, text: "Container cannot be connected to network endpoints: host, mynet"},
+		{name: "container with ports", mode: "container:abc", pb: network.PortMap{network.MustParsePort("80"): {{}}}, err: errdefs.ErrInvalidArgument, text: "conflicting options: port publishing and the container type network mode"},
+		{name: "container alone", mode: "container:abc", nets: []string{}},
+		{name: "sctp port", mode: "bridge", pb: network.PortMap{network.MustParsePort("80/sctp"): {{}}}, err: errdefs.ErrNotImplemented},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := testContainer("c", &containertypes.HostConfig{NetworkMode: containertypes.NetworkMode(tt.mode), PortBindings: tt.pb})
+			ns, err := m.Configure(ctx, c, &network.NetworkingConfig{EndpointsConfig: tt.eps})
+			if tt.err != nil {
+				if !errors.Is(err, tt.err) || !strings.Contains(err.Error(), tt.text) {
+					t.Fatalf("err = %v, want %v %q", err, tt.err, tt.text)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for name, ep := range ns.Networks {
+				names = append(names, name)
+				if ep.NetworkID == "" || ep.IPAddress.IsValid() {
+					t.Errorf("endpoint config %s: %+v", name, ep)
+				}
+			}
+			slices.Sort(names)
+			if names == nil {
+				names = []string{}
+			}
+			if !slices.Equal(names, tt.nets) {
+				t.Errorf("networks %v, want %v", names, tt.nets)
+			}
+			if tt.mode == "" && c.HostConfig.NetworkMode != "bridge" {
+				t.Errorf("mode not normalised: %q", c.HostConfig.NetworkMode)
+			}
+		})
+	}
+}
+
+func TestAttachDefaultBridge(t *testing.T) {
+	drv := newFake()
+	m := newManager(t, drv)
+	ctx := context.Background()
+	lo := netip.MustParseAddr("127.0.0.1")
+	c := testContainer("web", &containertypes.HostConfig{PortBindings: network.PortMap{
+		network.MustParsePort("80"):     {{HostIP: lo, HostPort: "8080"}},
+		network.MustParsePort("53/udp"): {{}},
+	}})
+	c.Config.ExposedPorts = network.PortSet{network.MustParsePort("443"): {}}
+	ns, err := m.Configure(ctx, c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.NetworkSettings = ns
+	att, err := m.Attach(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := att.Settings.Networks["bridge"]
+	if ep == nil || ep.IPAddress.String() != "172.17.0.2" || ep.Gateway.String() != "172.17.0.1" || ep.IPPrefixLen != 16 ||
+		ep.MacAddress.String() != "02:42:ac:11:00:02" || ep.EndpointID == "" || len(ep.DNSNames) != 0 {
+		t.Errorf("endpoint %+v", ep)
+	}
+	if att.NetNSPath == "" || att.Settings.SandboxKey != att.NetNSPath || !drv.sandboxes[c.ID] {
+		t.Errorf("sandbox %q", att.NetNSPath)
+	}
+	if !slices.Equal(att.Nameservers, []string{"10.0.2.3"}) || att.EmbeddedDNS || att.HostGateway != "10.0.2.2" || att.Addrs[0].String() != "172.17.0.2" {
+		t.Errorf("attachment %+v", att)
+	}
+	ports := att.Settings.Ports
+	if b := ports[network.MustParsePort("80")]; len(b) != 1 || b[0].HostIP != lo || b[0].HostPort != "8080" {
+		t.Errorf("80/tcp: %+v", b)
+	}
+	if b := ports[network.MustParsePort("53/udp")]; len(b) != 2 || b[0].HostIP.String() != "0.0.0.0" || b[1].HostIP.String() != "::" {
+		t.Errorf("53/udp: %+v", b)
+	}
+	if b, ok := ports[network.MustParsePort("443")]; !ok || b != nil {
+		t.Errorf("exposed 443/tcp: %v %+v", ok, b)
+	}
+	for _, f := range drv.forwards {
+		if f.ChildIP.String() != "172.17.0.2" {
+			t.Errorf("forward to %s", f.ChildIP)
+		}
+	}
+	c2 := testContainer("two", nil)
+	att2, err := m.Attach(ctx, c2)
+	if err != nil || att2.Addrs[0].String() != "172.17.0.3" {
+		t.Fatalf("second container: %v %v", att2.Addrs, err)
+	}
+	for _, id := range []string{c.ID, c2.ID} {
+		if err := m.Detach(ctx, id, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if l := drv.leftovers(); l != "" {
+		t.Errorf("after detach: %s", l)
+	}
+	if err := m.Detach(ctx, c.ID, ""); err != nil {
+		t.Errorf("second detach: %v", err)
+	}
+	// The cleanup of a run that ended late leaves a newer run alone.
+	again, err := m.Attach(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Detach(ctx, c.ID, att.Settings.SandboxID); err != nil || !drv.sandboxes[c.ID] {
+		t.Errorf("the old run's detach removed the new run's network: %v", err)
+	}
+	if err := m.Detach(ctx, c.ID, again.Settings.SandboxID); err != nil || drv.sandboxes[c.ID] {
+		t.Errorf("the new run's detach: %v, sandboxes %v", err, drv.sandboxes)
+	}
+	att3, _ := m.Attach(ctx, testContainer("three", nil))
+	if att3.Addrs[0].String() != "172.17.0.5" {
+		t.Errorf("addresses are given serially: %v", att3.Addrs)
+	}
+}
+
+// A port that cannot be published fails the attach with Docker's message
+// and undoes everything: the forward made before it, the veth, the
+// namespace, the address.
+func TestAttachRollback(t *testing.T) {
+	drv := newFake()
+	drv.taken[8081] = true
+	m := newManager(t, drv)
+	ctx := context.Background()
+	c := testContainer("clash", &containertypes.HostConfig{PortBindings: network.PortMap{
+		network.MustParsePort("70"): {{HostPort: "8070"}},
+		network.MustParsePort("80"): {{HostIP: netip.MustParseAddr("127.0.0.1"), HostPort: "8081"}},
+	}})
+	_, err := m.Attach(ctx, c)
+	if err == nil || !strings.Contains(err.Error(), "failed to bind host port for 127.0.0.1:8081:172.17.0.2:80/tcp: address already in use") {
+		t.Fatalf("attach with a taken port: %v", err)
+	}
+	if l := drv.leftovers(); l != "" {
+		t.Errorf("left after the failed attach: %s", l)
+	}
+	n, _ := m.NetworkInspect(ctx, "bridge")
+	if len(n.Containers) != 0 {
+		t.Errorf("endpoints left: %v", n.Containers)
+	}
+	drv.failPlug = errors.New("no veth today")
+	if _, err := m.Attach(ctx, testContainer("noveth", nil)); err == nil || !strings.Contains(err.Error(), "no veth today") {
+		t.Errorf("attach with a failing plug: %v", err)
+	}
+	if l := drv.leftovers(); l != "" {
+		t.Errorf("left after the failed plug: %s", l)
+	}
+}
+
+func TestAttachUserNetworks(t *testing.T) {
+	drv := newFake()
+	m := newManager(t, drv)
+	ctx := context.Background()
+	resp, err := m.NetworkCreate(ctx, network.CreateRequest{Name: "app"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.NetworkCreate(ctx, network.CreateRequest{Name: "inner", Internal: true}); err != nil {
+		t.Fatal(err)
+	}
+	c := testContainer("db", &containertypes.HostConfig{NetworkMode: "inner", PortBindings: network.PortMap{network.MustParsePort("5432"): {{}}}})
+	ns, err := m.Configure(ctx, c, &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
+		"inner": {Aliases: []string{"database"}},
+		"app":   {Aliases: []string{"pg"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.NetworkSettings = ns
+	att, err := m.Attach(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, inner := att.Settings.Networks["app"], att.Settings.Networks["inner"]
+	if app == nil || inner == nil || app.NetworkID != resp.ID {
+		t.Fatalf("networks %v", att.Settings.Networks)
+	}
+	if !slices.Equal(inner.DNSNames, []string{"db", "database", c.ID[:12]}) || !slices.Equal(inner.Aliases, []string{"database"}) {
+		t.Errorf("DNS names on inner: %v, aliases %v", inner.DNSNames, inner.Aliases)
+	}
+	if att.Addrs[0].String() != "172.18.0.2" && att.Addrs[0].String() != "172.19.0.2" {
+		t.Errorf("addresses %v", att.Addrs)
+	}
+	if !att.EmbeddedDNS || len(att.Nameservers) != 1 || !strings.HasSuffix(att.Nameservers[0], ".0.1") || !slices.Equal(att.DNSOptions, []string{"ndots:0"}) {
+		t.Errorf("resolver %+v", att)
+	}
+	// The ports go to the first network that is not internal.
+	for _, f := range drv.forwards {
+		if f.ChildIP != app.IPAddress {
+			t.Errorf("forward to %s, want app's %s", f.ChildIP, app.IPAddress)
+		}
+	}
+	if err := m.NetworkRemove(ctx, "app"); !errors.Is(err, errdefs.ErrPermissionDenied) || !strings.Contains(err.Error(), "has active endpoints") {
+		t.Errorf("removing a network in use: %v", err)
+	}
+	if err := m.Detach(ctx, c.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.NetworkRemove(ctx, "app"); err != nil {
+		t.Errorf("removing the network once unused: %v", err)
+	}
+	if drv.setup[resp.ID] {
+		t.Error("the removed network's bridge is still set up")
+	}
+}
+
+func TestConnectDisconnect(t *testing.T) {
+	drv := newFake()
+	m := newManager(t, drv)
+	ctx := context.Background()
+	if _, err := m.NetworkCreate(ctx, network.CreateRequest{Name: "n1", IPAM: &network.IPAM{Config: []network.IPAMConfig{{Subnet: netip.MustParsePrefix("10.99.0.0/24")}}}}); err != nil {
+		t.Fatal(err)
+	}
+	running := testContainer("run", nil)
+	running.NetworkSettings, _ = m.Configure(ctx, running, nil)
+	if _, err := m.Attach(ctx, running); err != nil {
+		t.Fatal(err)
+	}
+	name, ep, err := m.Connect(ctx, running, "n1", &network.EndpointSettings{Aliases: []string{"r"}})
+	if err != nil || name != "n1" || ep.IPAddress.String() != "10.99.0.2" || ep.EndpointID == "" {
+		t.Fatalf("connect a running container: %s %+v %v", name, ep, err)
+	}
+	if len(drv.plugged) != 2 {
+		t.Errorf("veths after the hot-plug: %v", drv.plugged)
+	}
+	for _, ep := range drv.plugged {
+		if ep.IP.String() == "10.99.0.2" && ep.IfName != "eth1" {
+			t.Errorf("hot-plugged interface %s", ep.IfName)
+		}
+	}
+	if _, _, err := m.Connect(ctx, running, "n1", nil); !errors.Is(err, errdefs.ErrPermissionDenied) {
+		t.Errorf("connecting twice: %v", err)
+	}
+	stopped := testContainer("stopped", nil)
+	name, ep, err = m.Connect(ctx, stopped, "n1", &network.EndpointSettings{IPAMConfig: &network.EndpointIPAMConfig{IPv4Address: netip.MustParseAddr("10.99.0.77")}})
+	if err != nil || name != "n1" || ep.IPAddress.IsValid() || ep.IPAMConfig.IPv4Address.String() != "10.99.0.77" {
+		t.Fatalf("connect a stopped container: %+v %v", ep, err)
+	}
+	for _, tc := range []struct {
+		mode containertypes.NetworkMode
+		ref  string
+	}{{"host", "n1"}, {"none", "n1"}, {"container:x", "n1"}, {"bridge", "host"}} {
+		c := testContainer("m", &containertypes.HostConfig{NetworkMode: tc.mode})
+		if _, _, err := m.Connect(ctx, c, tc.ref, nil); !errors.Is(err, errdefs.ErrInvalidArgument) {
+			t.Errorf("connect %s to %s: %v", tc.mode, tc.ref, err)
+		}
+	}
+	running.NetworkSettings.Networks["n1"] = ep
+	if name, err := m.Disconnect(ctx, running, "n1", false); err != nil || name != "n1" {
+		t.Fatalf("disconnect: %s %v", name, err)
+	}
+	if len(drv.plugged) != 1 {
+		t.Errorf("veths after disconnect: %v", drv.plugged)
+	}
+	if _, err := m.Disconnect(ctx, testContainer("other", nil), "n1", false); !errors.Is(err, errdefs.ErrInvalidArgument) {
+		t.Errorf("disconnect a container that is not connected: %v", err)
+	}
+	if _, err := m.Disconnect(ctx, running, "gone", false); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Errorf("disconnect from an unknown network: %v", err)
+	}
+}
+
+// After a restart the running containers keep their addresses and the
+// namespaces of the others go.
+func TestRestore(t *testing.T) {
+	drv := newFake()
+	root := t.TempDir()
+	ctx := context.Background()
+	m, err := New(ctx, Options{Root: root, Driver: drv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alive, dead := testContainer("alive", nil), testContainer("dead", nil)
+	att, err := m.Attach(ctx, alive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alive.NetworkSettings = att.Settings
+	if _, err := m.Attach(ctx, dead); err != nil {
+		t.Fatal(err)
+	}
+	// The next daemon: a new manager, the same records and sandboxes.
+	m2, err := New(ctx, Options{Root: root, Driver: drv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m2.Restore(ctx, []*container.Container{alive}); err != nil {
+		t.Fatal(err)
+	}
+	if drv.sandboxes[dead.ID] || !drv.sandboxes[alive.ID] {
+		t.Errorf("sandboxes after restore: %v (alive %s, dead %s)", drv.sandboxes, alive.ID[:12], dead.ID[:12])
+	}
+	n, _ := m2.NetworkInspect(ctx, "bridge")
+	if ep, ok := n.Containers[alive.ID]; !ok || ep.IPv4Address.String() != "172.17.0.2/16" {
+		t.Errorf("restored endpoints %v", n.Containers)
+	}
+	att3, err := m2.Attach(ctx, testContainer("new", nil))
+	if err != nil || att3.Addrs[0].String() == "172.17.0.2" {
+		t.Errorf("a new container got %v (%v): the restored address must stay taken", att3.Addrs, err)
+	}
+	if err := m2.Detach(ctx, alive.ID, ""); err != nil || drv.sandboxes[alive.ID] {
+		t.Errorf("detaching the restored container: %v, sandboxes %v", err, drv.sandboxes)
+	}
+}

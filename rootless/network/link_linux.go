@@ -1,0 +1,189 @@
+package network
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+
+	enet "github.com/hutch-engine/hutch/engine/network"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// SetupNetwork implements engine/network.Driver: the bridge with the
+// gateway address, up, and the network's NAT and isolation rules.
+func (d *Driver) SetupNetwork(ctx context.Context, n *enet.Network) error {
+	if n.Bridge == "" || !n.Subnet.IsValid() {
+		return fmt.Errorf("network %s has no bridge or subnet", n.Name)
+	}
+	return d.ns.do(func() error {
+		br, err := d.link.LinkByName(n.Bridge)
+		if err != nil {
+			if !isNotFound(err) {
+				return err
+			}
+			attrs := netlink.NewLinkAttrs()
+			attrs.Name = n.Bridge
+			attrs.MTU = enet.MTU
+			// A fixed MAC: a bridge otherwise takes its lowest port's,
+			// which changes as containers come and go, and the containers'
+			// neighbour caches would point at a gateway that moved.
+			attrs.HardwareAddr = bridgeMAC(n.Gateway)
+			if err := d.link.LinkAdd(&netlink.Bridge{LinkAttrs: attrs}); err != nil {
+				return fmt.Errorf("creating bridge %s: %w", n.Bridge, err)
+			}
+			if br, err = d.link.LinkByName(n.Bridge); err != nil {
+				return err
+			}
+		}
+		addr := &netlink.Addr{IPNet: ipNet(n.Gateway, n.Subnet.Bits())}
+		if err := d.link.AddrReplace(br, addr); err != nil {
+			return fmt.Errorf("address %s on %s: %w", addr.IPNet, n.Bridge, err)
+		}
+		if err := d.link.LinkSetUp(br); err != nil {
+			return err
+		}
+		if d.nat != nil {
+			if err := d.nat.add(n); err != nil {
+				return fmt.Errorf("nftables rules of %s: %w", n.Name, err)
+			}
+		}
+		return nil
+	})
+}
+
+// TeardownNetwork implements engine/network.Driver.
+func (d *Driver) TeardownNetwork(ctx context.Context, n *enet.Network) error {
+	return d.ns.do(func() error {
+		var errs []error
+		if d.nat != nil {
+			errs = append(errs, d.nat.remove(n.ID))
+		}
+		if br, err := d.link.LinkByName(n.Bridge); err == nil {
+			errs = append(errs, d.link.LinkDel(br))
+		} else if !isNotFound(err) {
+			errs = append(errs, err)
+		}
+		return errors.Join(errs...)
+	})
+}
+
+// Plug implements engine/network.Driver. The veth is created with its
+// container end already in the container's namespace and named there, so
+// no interface ever shows up in the detached namespace under a name
+// another container could want.
+func (d *Driver) Plug(ctx context.Context, path string, n *enet.Network, ep *enet.Endpoint, gateway bool) error {
+	return d.ns.do(func() error {
+		sb, err := netns.GetFromPath(path)
+		if err != nil {
+			return err
+		}
+		defer sb.Close()
+		br, err := d.link.LinkByName(n.Bridge)
+		if err != nil {
+			return fmt.Errorf("bridge %s: %w", n.Bridge, err)
+		}
+		if old, err := d.link.LinkByName(ep.HostIf); err == nil {
+			d.link.LinkDel(old) // a leftover of a failed start
+		}
+		attrs := netlink.NewLinkAttrs()
+		attrs.Name = ep.HostIf
+		attrs.MTU = enet.MTU
+		attrs.MasterIndex = br.Attrs().Index
+		veth := &netlink.Veth{
+			LinkAttrs:        attrs,
+			PeerName:         ep.IfName,
+			PeerHardwareAddr: ep.MAC,
+			PeerNamespace:    netlink.NsFd(sb),
+			PeerMTU:          enet.MTU,
+		}
+		if err := d.link.LinkAdd(veth); err != nil {
+			return fmt.Errorf("creating veth %s: %w", ep.HostIf, err)
+		}
+		ok := false
+		defer func() {
+			if !ok {
+				if l, err := d.link.LinkByName(ep.HostIf); err == nil {
+					d.link.LinkDel(l)
+				}
+			}
+		}()
+		host, err := d.link.LinkByName(ep.HostIf)
+		if err != nil {
+			return err
+		}
+		if err := d.link.LinkSetUp(host); err != nil {
+			return err
+		}
+		// A handle in the container's namespace; NewHandleAt comes back
+		// to this thread's namespace, the detached one, which it may.
+		h, err := netlink.NewHandleAt(sb)
+		if err != nil {
+			return err
+		}
+		defer h.Close()
+		if err := configureInside(h, n, ep, gateway); err != nil {
+			return err
+		}
+		ok = true
+		return nil
+	})
+}
+
+func configureInside(h *netlink.Handle, n *enet.Network, ep *enet.Endpoint, gateway bool) error {
+	eth, err := h.LinkByName(ep.IfName)
+	if err != nil {
+		return err
+	}
+	if err := h.AddrAdd(eth, &netlink.Addr{IPNet: ipNet(ep.IP, n.Subnet.Bits())}); err != nil {
+		return fmt.Errorf("address %s on %s: %w", ep.IP, ep.IfName, err)
+	}
+	if err := h.LinkSetUp(eth); err != nil {
+		return err
+	}
+	if gateway {
+		route := &netlink.Route{LinkIndex: eth.Attrs().Index, Gw: net.IP(n.Gateway.AsSlice()), Scope: netlink.SCOPE_UNIVERSE}
+		if err := h.RouteAdd(route); err != nil {
+			return fmt.Errorf("default route via %s: %w", n.Gateway, err)
+		}
+	}
+	return nil
+}
+
+// Unplug implements engine/network.Driver: deleting the bridge end deletes
+// the pair.
+func (d *Driver) Unplug(ctx context.Context, ep *enet.Endpoint) error {
+	return d.ns.do(func() error {
+		l, err := d.link.LinkByName(ep.HostIf)
+		if err != nil {
+			if isNotFound(err) {
+				return nil
+			}
+			return err
+		}
+		if err := d.link.LinkDel(l); err != nil && !errors.Is(err, unix.ENODEV) {
+			return fmt.Errorf("deleting veth %s: %w", ep.HostIf, err)
+		}
+		return nil
+	})
+}
+
+func isNotFound(err error) bool {
+	var nf netlink.LinkNotFoundError
+	return errors.As(err, &nf) || errors.Is(err, unix.ENODEV)
+}
+
+func ipNet(ip netip.Addr, bits int) *net.IPNet {
+	return &net.IPNet{IP: net.IP(ip.AsSlice()), Mask: net.CIDRMask(bits, 32)}
+}
+
+// bridgeMAC is the bridge's fixed, locally administered MAC. Containers'
+// MACs are 02:42 and their address; the gateway address is never a
+// container's, so 02:42 and the gateway cannot collide with one.
+func bridgeMAC(gw netip.Addr) net.HardwareAddr {
+	b := gw.As4()
+	return net.HardwareAddr{0x02, 0x42, b[0], b[1], b[2], b[3]}
+}
