@@ -483,40 +483,6 @@ func execEnv(cfg *containertypes.Config, initEnv []string, req containertypes.Ex
 	if req.Tty {
 		env = append(env, "TERM=xterm")
 	}
-	return replaceOrAppendEnv(replaceOrAppendEnv(env, cfg.Env), req.Env)
+	return spec.OverrideEnv(spec.OverrideEnv(env, cfg.Env), req.Env)
 }
 
-// replaceOrAppendEnv applies overrides to env: KEY=value replaces KEY or
-// is appended, a bare KEY removes it.
-func replaceOrAppendEnv(env, overrides []string) []string {
-	out := append([]string{}, env...)
-	index := map[string]int{}
-	for i, kv := range out {
-		k, _, _ := strings.Cut(kv, "=")
-		index[k] = i
-	}
-	removed := map[int]bool{}
-	for _, kv := range overrides {
-		k, _, hasValue := strings.Cut(kv, "=")
-		i, exists := index[k]
-		switch {
-		case !hasValue:
-			if exists {
-				removed[i] = true
-			}
-		case exists:
-			out[i] = kv
-			delete(removed, i)
-		default:
-			index[k] = len(out)
-			out = append(out, kv)
-		}
-	}
-	kept := out[:0]
-	for i, kv := range out {
-		if !removed[i] {
-			kept = append(kept, kv)
-		}
-	}
-	return kept
-}

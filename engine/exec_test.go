@@ -10,6 +10,7 @@ import (
 	"testing/iotest"
 
 	"github.com/containerd/errdefs"
+	"github.com/hutch-engine/hutch/engine/spec"
 	containertypes "github.com/moby/moby/api/types/container"
 )
 
@@ -158,7 +159,7 @@ func TestEntryNameAndLinks(t *testing.T) {
 
 func TestReplaceOrAppendEnvKeepsInput(t *testing.T) {
 	in := []string{"A=1", "B=2"}
-	out := replaceOrAppendEnv(in, []string{"A"})
+	out := spec.OverrideEnv(in, []string{"A"})
 	if !slices.Equal(in, []string{"A=1", "B=2"}) || !slices.Equal(out, []string{"B=2"}) {
 		t.Errorf("in %q out %q", in, out)
 	}

@@ -176,14 +176,21 @@ func processEnv(c *container.Config, hostname string) []string {
 	if c.Tty {
 		env = append(env, "TERM=xterm")
 	}
-	index := make(map[string]int, len(env))
-	for i, e := range env {
-		k, _, _ := strings.Cut(e, "=")
+	return OverrideEnv(env, c.Env)
+}
+
+// OverrideEnv applies overrides to env, Docker's way: KEY=value replaces
+// KEY or is appended, a bare KEY removes it. env is not changed.
+func OverrideEnv(env, overrides []string) []string {
+	out := append([]string{}, env...)
+	index := make(map[string]int, len(out))
+	for i, kv := range out {
+		k, _, _ := strings.Cut(kv, "=")
 		index[k] = i
 	}
 	removed := map[int]bool{}
-	for _, e := range c.Env {
-		k, _, hasValue := strings.Cut(e, "=")
+	for _, kv := range overrides {
+		k, _, hasValue := strings.Cut(kv, "=")
 		i, exists := index[k]
 		switch {
 		case !hasValue:
@@ -191,20 +198,20 @@ func processEnv(c *container.Config, hostname string) []string {
 				removed[i] = true
 			}
 		case exists:
-			env[i] = e
+			out[i] = kv
 			delete(removed, i)
 		default:
-			index[k] = len(env)
-			env = append(env, e)
+			index[k] = len(out)
+			out = append(out, kv)
 		}
 	}
-	out := env[:0]
-	for i, e := range env {
+	kept := out[:0]
+	for i, kv := range out {
 		if !removed[i] {
-			out = append(out, e)
+			kept = append(kept, kv)
 		}
 	}
-	return out
+	return kept
 }
 
 // workingDir is the process's cwd: the merged config's WorkingDir, or "/".
