@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/containerd/errdefs"
 	"github.com/hutch-engine/hutch/engine"
@@ -60,13 +61,23 @@ func (s *Server) containerAttach(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	out.sendHead()
-	if cw, ok := conn.(interface{ CloseWrite() error }); ok {
-		cw.CloseWrite()
-	}
+	endHijacked(conn)
 	if err != nil && !errors.Is(err, net.ErrClosed) {
 		s.log.Debug("attach ended", "container", ref, "err", err)
 	}
 	return nil
+}
+
+// endHijacked ends the output side of a hijacked connection, then reads
+// what the client still sends until it closes too (or a moment passes):
+// closing a socket with unread input resets it, and the client would lose
+// the last output it had not read yet.
+func endHijacked(conn net.Conn) {
+	if cw, ok := conn.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite()
+	}
+	conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+	io.Copy(io.Discard, conn)
 }
 
 // bufferedPart returns what the server already read past the request head.

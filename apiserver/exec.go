@@ -94,9 +94,7 @@ func (s *Server) execStart(w http.ResponseWriter, r *http.Request) error {
 		fmt.Fprintf(stdout, "%v\r\n", err)
 	}
 	out.sendHead()
-	if cw, ok := conn.(interface{ CloseWrite() error }); ok {
-		cw.CloseWrite()
-	}
+	endHijacked(conn)
 	if err != nil && !errors.Is(err, net.ErrClosed) {
 		s.log.Debug("exec ended", "exec", id, "err", err)
 	}

@@ -19,6 +19,8 @@ func (s *Server) logRecover(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &recorder{ResponseWriter: w}
+		s.active.Add(1)
+		defer s.active.Done()
 		defer func() {
 			if p := recover(); p != nil {
 				if p == http.ErrAbortHandler { //nolint:errorlint // sentinel panic value, compared as net/http does

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"sync"
 	"time"
 
 	"github.com/moby/moby/api/types/system"
@@ -73,6 +74,9 @@ type Server struct {
 	experimental string // "true" or "false", as sent in Docker-Experimental
 	serverHeader string
 	handler      http.Handler
+	// active counts running handlers: Serve waits for those of hijacked
+	// connections (attach, exec), which http.Server.Shutdown does not.
+	active sync.WaitGroup
 }
 
 // New returns a Server calling b.
@@ -140,6 +144,14 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	}
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve API: %w", err)
+	}
+	// Handlers of hijacked connections end with their streams: give them
+	// the rest of the shutdown time to finish cleanly.
+	done := make(chan struct{})
+	go func() { s.active.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-sctx.Done():
 	}
 	return nil
 }
