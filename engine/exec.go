@@ -485,4 +485,3 @@ func execEnv(cfg *containertypes.Config, initEnv []string, req containertypes.Ex
 	}
 	return spec.OverrideEnv(spec.OverrideEnv(env, cfg.Env), req.Env)
 }
-
