@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/hutch-engine/hutch/engine/spec"
 	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
 	containertypes "github.com/moby/moby/api/types/container"
 )
@@ -100,7 +101,7 @@ func mergeCommit(cfg *dockerspec.DockerOCIImageConfig, ctr dockerspec.DockerOCII
 			cfg.Entrypoint = ctr.Entrypoint
 		}
 	}
-	cfg.Healthcheck = mergeCommitHealthcheck(cfg.Healthcheck, ctr.Healthcheck)
+	cfg.Healthcheck = spec.MergeHealthcheck(cfg.Healthcheck, ctr.Healthcheck)
 	if cfg.WorkingDir == "" {
 		cfg.WorkingDir = ctr.WorkingDir
 	}
@@ -120,33 +121,4 @@ func mergeCommit(cfg *dockerspec.DockerOCIImageConfig, ctr dockerspec.DockerOCII
 	if len(cfg.Shell) == 0 {
 		cfg.Shell = ctr.Shell
 	}
-}
-
-// mergeCommitHealthcheck fills the zero fields of hc from ctr's.
-func mergeCommitHealthcheck(hc, ctr *dockerspec.HealthcheckConfig) *dockerspec.HealthcheckConfig {
-	if hc == nil {
-		return ctr
-	}
-	if ctr == nil {
-		return hc
-	}
-	if len(hc.Test) == 0 {
-		hc.Test = ctr.Test
-	}
-	if hc.Interval == 0 {
-		hc.Interval = ctr.Interval
-	}
-	if hc.Timeout == 0 {
-		hc.Timeout = ctr.Timeout
-	}
-	if hc.StartPeriod == 0 {
-		hc.StartPeriod = ctr.StartPeriod
-	}
-	if hc.StartInterval == 0 {
-		hc.StartInterval = ctr.StartInterval
-	}
-	if hc.Retries == 0 {
-		hc.Retries = ctr.Retries
-	}
-	return hc
 }

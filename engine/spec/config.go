@@ -98,7 +98,7 @@ func mergeImage(c *container.Config, img *dockerspec.DockerOCIImageConfig) {
 		maps.Copy(ports, c.ExposedPorts)
 		c.ExposedPorts = ports
 	}
-	c.Healthcheck = mergeHealthcheck(c.Healthcheck, img.Healthcheck)
+	c.Healthcheck = MergeHealthcheck(c.Healthcheck, img.Healthcheck)
 }
 
 // mergeImageEnv keeps the request's variables and appends the image's whose
@@ -121,7 +121,9 @@ func mergeImageEnv(req, img []string) []string {
 	return out
 }
 
-func mergeHealthcheck(req, img *container.HealthConfig) *container.HealthConfig {
+// MergeHealthcheck fills the zero fields of req from img, Docker's way,
+// without changing either.
+func MergeHealthcheck(req, img *container.HealthConfig) *container.HealthConfig {
 	if img == nil {
 		return req
 	}
