@@ -273,6 +273,7 @@ func (e *Engine) ContainerRemove(ctx context.Context, ref string, req RemoveRequ
 
 // finishRemove deletes what a container is made of, then its record.
 func (e *Engine) finishRemove(ctx context.Context, id string) error {
+	defer e.phase("remove", id)()
 	c, err := e.containers.Get(ctx, id)
 	if err != nil {
 		return err
@@ -289,7 +290,10 @@ func (e *Engine) finishRemove(ctx context.Context, id string) error {
 func (e *Engine) removeArtifacts(ctx context.Context, c *container.Container) error {
 	if e.opts.Networks != nil {
 		// Normally released when the run ended; after a crash, here.
-		if err := e.opts.Networks.Detach(ctx, c.ID, ""); err != nil {
+		endNet := e.phase("remove/network", c.ID)
+		err := e.opts.Networks.Detach(ctx, c.ID, DetachOptions{Shared: e.joins.shared(c.ID)})
+		endNet()
+		if err != nil {
 			e.log.Warn("releasing the network", "container", c.ID, "err", err)
 		}
 	}
@@ -299,7 +303,10 @@ func (e *Engine) removeArtifacts(ctx context.Context, c *container.Container) er
 		}
 	}
 	if c.Runtime.RootfsID != "" {
-		if err := e.images.RemoveRootfs(ctx, c.Runtime.RootfsID); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
+		endRootfs := e.phase("remove/rootfs", c.ID)
+		err := e.images.RemoveRootfs(ctx, c.Runtime.RootfsID)
+		endRootfs()
+		if err != nil && !errors.Is(err, errdefs.ErrNotFound) {
 			return fmt.Errorf("removing the rootfs of %s: %w", c.ID, err)
 		}
 	}

@@ -60,6 +60,7 @@ type Engine struct {
 	images     ImageStore
 	containers *container.Store
 	runs       *runs
+	joins      netnsJoins
 	host       shim.Host
 	execs      execStore
 	// monitors counts the monitor goroutines, so that Close returns only

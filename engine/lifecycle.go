@@ -45,6 +45,7 @@ func (e *Engine) reconcile(ctx context.Context) error {
 		return err
 	}
 	for id, client := range adopt {
+		e.adoptJoin(ctx, id)
 		e.runs.shims[id] = client
 		e.monitors.Add(1)
 		go e.monitor(id, client)
@@ -57,6 +58,18 @@ func (e *Engine) reconcile(ctx context.Context) error {
 		e.log.Info("reconciled containers", "adopted", len(adopt), "exited", len(rep.Exited), "lost", len(rep.Lost), "removed", len(rep.Removed), "dead", len(rep.Dead))
 	}
 	return nil
+}
+
+// adoptJoin restores, for an adopted container that shares another's
+// network namespace, the knowledge that it does.
+func (e *Engine) adoptJoin(ctx context.Context, id string) {
+	c, err := e.containers.Get(ctx, id)
+	if err != nil || c.HostConfig == nil || !c.HostConfig.NetworkMode.IsContainer() {
+		return
+	}
+	if owner, err := e.containers.Get(ctx, c.HostConfig.NetworkMode.ConnectedContainer()); err == nil {
+		e.joins.add(owner.ID, id)
+	}
 }
 
 // Close stops every running container (their stop signal, then SIGKILL

@@ -29,11 +29,8 @@ type Networks interface {
 	Attach(ctx context.Context, c *container.Container) (NetAttachment, error)
 	// Detach releases what Attach and Connect made for a container: its
 	// namespace, addresses and published ports. It may be called more
-	// than once, and for a container that never ran. With a sandboxID
-	// (NetworkSettings.SandboxID of the run that ended), it releases only
-	// that run's network: a restarted container may have a new one by the
-	// time the old run is cleaned up. "" releases whatever there is.
-	Detach(ctx context.Context, id, sandboxID string) error
+	// than once, and for a container that never ran.
+	Detach(ctx context.Context, id string, opts DetachOptions) error
 	// Connect adds c to a network: plugged in at once when c runs, else
 	// at its next start. It returns the network's name and the endpoint
 	// settings to record under it.
@@ -50,6 +47,20 @@ type Networks interface {
 	NetworkList(ctx context.Context, filters string) ([]network.Summary, error)
 	NetworkRemove(ctx context.Context, ref string) error
 	NetworkPrune(ctx context.Context, filters string) (network.PruneReport, error)
+}
+
+// DetachOptions say which network Detach releases and how.
+type DetachOptions struct {
+	// SandboxID (NetworkSettings.SandboxID of the run that ended) limits
+	// the release to that run's network: a restarted container may have a
+	// new one by the time the old run is cleaned up. "" releases whatever
+	// there is.
+	SandboxID string
+	// Shared says that other running containers joined the namespace
+	// (--network container:<id>): its interfaces must be taken out of it,
+	// since it lives on. Otherwise the namespace dies with its last
+	// process and its interfaces go with it.
+	Shared bool
 }
 
 // NetAttachment is what a container's start needs from its network.
@@ -76,7 +87,9 @@ type NetAttachment struct {
 	// shareFrom is, with --network container:<id>, that container's
 	// record directory: its hosts and resolv.conf are used.
 	shareFrom string
-	hostname  string
+	// joined is the ID of the container whose namespace is shared.
+	joined   string
+	hostname string
 }
 
 // attachNetwork gives c its network before the start and records the
@@ -97,7 +110,7 @@ func (e *Engine) attachNetwork(ctx context.Context, c *container.Container) (Net
 		r.NetworkSettings = mergeSettings(r.NetworkSettings, att.Settings)
 		return nil
 	}); err != nil {
-		e.opts.Networks.Detach(context.WithoutCancel(ctx), c.ID, att.Settings.SandboxID)
+		e.opts.Networks.Detach(context.WithoutCancel(ctx), c.ID, DetachOptions{SandboxID: att.Settings.SandboxID})
 		return NetAttachment{}, err
 	}
 	return att, nil
@@ -137,7 +150,7 @@ func (e *Engine) joinContainerNetwork(ctx context.Context, c *container.Containe
 	if ns := other.NetworkSettings; ns != nil && ns.SandboxKey != "" {
 		path = ns.SandboxKey
 	}
-	return NetAttachment{NetNSPath: path, shareFrom: e.containers.Dir(other.ID), hostname: other.Config.Hostname}, nil
+	return NetAttachment{NetNSPath: path, shareFrom: e.containers.Dir(other.ID), joined: other.ID, hostname: other.Config.Hostname}, nil
 }
 
 // detachNetwork releases the network of a container's run (sandboxID, or
@@ -147,7 +160,8 @@ func (e *Engine) detachNetwork(ctx context.Context, id, sandboxID string) {
 	if e.opts.Networks == nil {
 		return
 	}
-	if err := e.opts.Networks.Detach(ctx, id, sandboxID); err != nil {
+	opts := DetachOptions{SandboxID: sandboxID, Shared: e.joins.shared(id)}
+	if err := e.opts.Networks.Detach(ctx, id, opts); err != nil {
 		e.log.Warn("releasing the network", "container", id, "err", err)
 	}
 	err := e.containers.Update(ctx, id, func(r *container.Container) error {

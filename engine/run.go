@@ -74,7 +74,9 @@ func (e *Engine) ContainerStart(ctx context.Context, ref string) error {
 		e.runs.mu.Unlock()
 	}()
 
+	endShim := e.phase("start/shim", c.ID)
 	client, err := e.startShim(ctx, c)
+	endShim()
 	if err != nil {
 		e.failPending(c.ID, err)
 		bg := context.WithoutCancel(ctx)
@@ -106,7 +108,10 @@ func (e *Engine) ContainerStart(ctx context.Context, ref string) error {
 		a, err := client.Attach(context.WithoutCancel(ctx), p.opts)
 		p.done <- attachResult{a: a, err: err}
 	}
-	if err := client.Start(ctx); err != nil {
+	endRun := e.phase("start/run", c.ID)
+	err = client.Start(ctx)
+	endRun()
+	if err != nil {
 		client.Kill(context.WithoutCancel(ctx), syscall.SIGKILL)
 		e.detachNetwork(context.WithoutCancel(ctx), c.ID, "")
 		return err
@@ -126,7 +131,9 @@ func (e *Engine) ContainerStart(ctx context.Context, ref string) error {
 // startShim mounts the rootfs, writes the bundle and spawns the shim with
 // the container created but not started.
 func (e *Engine) startShim(ctx context.Context, c *container.Container) (*shim.Client, error) {
+	endMount := e.phase("start/mount", c.ID)
 	rootfs, err := e.images.MountRootfs(ctx, c.Runtime.RootfsID)
+	endMount()
 	if err != nil {
 		return nil, err
 	}
@@ -136,12 +143,18 @@ func (e *Engine) startShim(ctx context.Context, c *container.Container) (*shim.C
 			e.images.UnmountRootfs(context.WithoutCancel(ctx), c.Runtime.RootfsID)
 		}
 	}()
+	endNet := e.phase("start/network", c.ID)
 	att, err := e.attachNetwork(ctx, c)
+	endNet()
 	if err != nil {
 		return nil, err
 	}
+	if att.joined != "" {
+		e.joins.add(att.joined, c.ID)
+	}
 	defer func() {
 		if !ok {
+			e.joins.remove(c.ID)
 			e.detachNetwork(context.WithoutCancel(ctx), c.ID, sandboxID(att.Settings))
 		}
 	}()
@@ -183,6 +196,7 @@ func (e *Engine) startShim(ctx context.Context, c *container.Container) (*shim.C
 	if err != nil {
 		return nil, err
 	}
+	defer e.phase("start/shim-create", c.ID)()
 	client, err := shim.Create(ctx, shim.StartOptions{
 		LogRotation: rot,
 		ID:          c.ID,
@@ -233,7 +247,9 @@ func (e *Engine) monitor(id string, client *shim.Client) {
 	// docker run --rm waits for the removal, whose RemoveRootfs unmounts:
 	// no separate unmount on its path.
 	autoRemove := c.HostConfig != nil && c.HostConfig.AutoRemove
+	endCleanup := e.phase("exit/cleanup", id)
 	e.cleanupRun(ctx, c, !autoRemove)
+	endCleanup()
 	if autoRemove {
 		if err := e.containers.Update(ctx, id, func(r *container.Container) error {
 			return r.State.SetRemoving(id, true)
@@ -247,6 +263,7 @@ func (e *Engine) monitor(id string, client *shim.Client) {
 
 // cleanupRun undoes what a start set up once the container has ended.
 func (e *Engine) cleanupRun(ctx context.Context, c *container.Container, unmount bool) {
+	e.joins.remove(c.ID)
 	e.detachNetwork(ctx, c.ID, sandboxID(c.NetworkSettings))
 	if unmount {
 		if err := e.images.UnmountRootfs(ctx, c.Runtime.RootfsID); err != nil {

@@ -149,6 +149,19 @@ func detachedLinks(t *testing.T, d *daemon) []string {
 	return names
 }
 
+// vethsLeft returns the veths of the detached namespace that are still
+// there after a second: the kernel deletes a container's veth pair in the
+// background, once its namespace has died.
+func vethsLeft(t *testing.T, d *daemon) []string {
+	t.Helper()
+	var v []string
+	for deadline := time.Now().Add(time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if v = veths(detachedLinks(t, d)); len(v) == 0 || time.Now().After(deadline) {
+			return v
+		}
+	}
+}
+
 func veths(links []string) []string {
 	var out []string
 	for _, l := range links {
@@ -188,7 +201,7 @@ func TestNetworkDefaultBridge(t *testing.T) {
 	if files := sandboxFiles(t, d); len(files) != 0 {
 		t.Errorf("network namespaces left after --rm: %v", files)
 	}
-	if v := veths(detachedLinks(t, d)); len(v) != 0 {
+	if v := vethsLeft(t, d); len(v) != 0 {
 		t.Errorf("veths left after --rm: %v", v)
 	}
 }
@@ -261,7 +274,7 @@ func TestNetworkPublish(t *testing.T) {
 	if files := sandboxFiles(t, d); len(files) != 0 {
 		t.Errorf("network namespaces left after rm -f: %v", files)
 	}
-	if v := veths(detachedLinks(t, d)); len(v) != 0 {
+	if v := vethsLeft(t, d); len(v) != 0 {
 		t.Errorf("veths left after rm -f: %v", v)
 	}
 	if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
@@ -295,7 +308,7 @@ func TestNetworkPortTaken(t *testing.T) {
 	if files := sandboxFiles(t, d); len(files) != 0 {
 		t.Errorf("network namespaces left by the failed start: %v", files)
 	}
-	if v := veths(detachedLinks(t, d)); len(v) != 0 {
+	if v := vethsLeft(t, d); len(v) != 0 {
 		t.Errorf("veths left by the failed start: %v", v)
 	}
 	if ip := dockerOK(t, d, "inspect", "-f", "{{.NetworkSettings.Networks.bridge.IPAddress}}", "clash"); ip != "" && ip != "invalid IP" {
@@ -364,7 +377,7 @@ func TestNetworkUserDNS(t *testing.T) {
 	}
 	dockerOK(t, d, "rm", "-f", "web")
 	dockerOK(t, d, "network", "rm", "mynet", "inner")
-	if v := veths(detachedLinks(t, d)); len(v) != 0 {
+	if v := vethsLeft(t, d); len(v) != 0 {
 		t.Errorf("veths left: %v\n%s", v, d.Log())
 	}
 }
@@ -416,7 +429,18 @@ func TestNetworkModes(t *testing.T) {
 			t.Errorf("run %v: %v %q, want %q", tc.args, err, out, tc.want)
 		}
 	}
+	// A container that joined base's namespace outlives base: base's
+	// interface is taken out of the namespace they shared, and its address
+	// is free.
+	dockerOK(t, d, "run", "-d", "--name", "joiner", "--network", "container:base", ref, "sleep", "60")
 	dockerOK(t, d, "rm", "-f", "base")
+	if out := dockerOK(t, d, "exec", "joiner", "ip", "-o", "link"); strings.Contains(out, "eth0") {
+		t.Errorf("the joiner still has base's interface after base ended:\n%s", out)
+	}
+	dockerOK(t, d, "rm", "-f", "joiner")
+	if v := vethsLeft(t, d); len(v) != 0 {
+		t.Errorf("veths left: %v", v)
+	}
 }
 
 // docker network ls/create/inspect/rm/connect/disconnect/prune.
@@ -524,7 +548,7 @@ func TestNetworkCleanupAfterCrash(t *testing.T) {
 	if fw := rootlesskitPorts(t, d2); len(fw) != 0 {
 		t.Errorf("forwards after the restart: %v", fw)
 	}
-	if v := veths(detachedLinks(t, d2)); len(v) != 0 {
+	if v := vethsLeft(t, d2); len(v) != 0 {
 		t.Errorf("veths after the restart: %v", v)
 	}
 	if got := dockerOK(t, d2, "inspect", "-f", "{{.State.Running}} {{.NetworkSettings.Networks.bridge.IPAddress}}|{{.NetworkSettings.SandboxKey}}", "keep"); got != "false invalid IP|" && got != "false |" {

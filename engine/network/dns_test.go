@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/hutch-engine/hutch/engine"
 	containertypes "github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/network"
 
@@ -119,7 +120,7 @@ func TestEmbeddedDNS(t *testing.T) {
 		})
 	}
 	// Removing the network stops its server.
-	if err := m.Detach(ctx, webID(m, "app"), ""); err != nil {
+	if err := m.Detach(ctx, webID(m, "app"), engine.DetachOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := m.NetworkRemove(ctx, "app"); err != nil {

@@ -23,6 +23,8 @@ type fakeDriver struct {
 	setup     map[string]bool      // network IDs
 	sandboxes map[string]bool      // container IDs
 	plugged   map[string]*Endpoint // by HostIf
+	pluggedIn map[string]string    // HostIf → the namespace's path
+	unplugs   int                  // Unplug calls
 	forwards  map[int]Forward
 	nextID    int
 	taken     map[uint16]bool // host ports another process holds
@@ -33,7 +35,7 @@ type fakeDriver struct {
 }
 
 func newFake() *fakeDriver {
-	return &fakeDriver{setup: map[string]bool{}, sandboxes: map[string]bool{}, plugged: map[string]*Endpoint{},
+	return &fakeDriver{setup: map[string]bool{}, sandboxes: map[string]bool{}, plugged: map[string]*Endpoint{}, pluggedIn: map[string]string{},
 		forwards: map[int]Forward{}, taken: map[uint16]bool{}, dns: map[netip.Addr]string{}}
 }
 
@@ -64,6 +66,13 @@ func (f *fakeDriver) RemoveSandbox(_ context.Context, id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.sandboxes, id)
+	// As the kernel: the namespace dies and its veths with it.
+	for hostIf, path := range f.pluggedIn {
+		if path == "/run/netns/"+id {
+			delete(f.plugged, hostIf)
+			delete(f.pluggedIn, hostIf)
+		}
+	}
 	return nil
 }
 
@@ -87,6 +96,7 @@ func (f *fakeDriver) Plug(_ context.Context, path string, n *Network, ep *Endpoi
 		return fmt.Errorf("network %s not set up", n.Name)
 	}
 	f.plugged[ep.HostIf] = ep
+	f.pluggedIn[ep.HostIf] = path
 	return nil
 }
 
@@ -94,6 +104,8 @@ func (f *fakeDriver) Unplug(_ context.Context, ep *Endpoint) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.plugged, ep.HostIf)
+	delete(f.pluggedIn, ep.HostIf)
+	f.unplugs++
 	return nil
 }
 

@@ -209,7 +209,7 @@ func (m *Manager) Attach(ctx context.Context, c *container.Container) (engine.Ne
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.sandboxes[c.ID] != nil {
-		m.detachLocked(ctx, c.ID) // left by a start that did not finish
+		m.detachLocked(ctx, c.ID, false) // left by a start that did not finish
 	}
 	nets, err := m.attachOrder(c)
 	if err != nil {
@@ -224,7 +224,7 @@ func (m *Manager) Attach(ctx context.Context, c *container.Container) (engine.Ne
 	ok := false
 	defer func() {
 		if !ok {
-			m.detachLocked(context.WithoutCancel(ctx), c.ID)
+			m.detachLocked(context.WithoutCancel(ctx), c.ID, false)
 		}
 	}()
 	settings := &containertypes.NetworkSettings{SandboxID: sb.key, SandboxKey: path, Ports: network.PortMap{}, Networks: map[string]*network.EndpointSettings{}}
@@ -446,16 +446,23 @@ func portError(err error) error {
 }
 
 // Detach implements engine.Networks.
-func (m *Manager) Detach(ctx context.Context, id, sandboxID string) error {
+func (m *Manager) Detach(ctx context.Context, id string, opts engine.DetachOptions) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if sb := m.sandboxes[id]; sb != nil && sandboxID != "" && sb.key != sandboxID {
+	if sb := m.sandboxes[id]; sb != nil && opts.SandboxID != "" && sb.key != opts.SandboxID {
 		return nil // a later run's network
 	}
-	return m.detachLocked(ctx, id)
+	return m.detachLocked(ctx, id, opts.Shared)
 }
 
-func (m *Manager) detachLocked(ctx context.Context, id string) error {
+// detachLocked releases container id's network. Unless other containers
+// share the namespace, its veths are not deleted one by one: deleting a
+// veth waits for an RCU grace period (10-15 ms here, on the path of every
+// docker run --rm), while the kernel deletes them by itself, in the
+// background, when the namespace dies with its bind mount. The address of
+// such a veth is released at once: addresses are handed out round-robin,
+// and the namespace it lives in has no process left to use it.
+func (m *Manager) detachLocked(ctx context.Context, id string, shared bool) error {
 	var errs []error
 	sb := m.sandboxes[id]
 	if sb != nil {
@@ -471,7 +478,7 @@ func (m *Manager) detachLocked(ctx context.Context, id string) error {
 		if ep == nil {
 			continue
 		}
-		if m.drv != nil && n.up {
+		if m.drv != nil && n.up && (sb == nil || shared) {
 			if err := m.drv.Unplug(ctx, ep); err != nil {
 				errs = append(errs, err)
 			}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/containerd/errdefs"
+	"github.com/hutch-engine/hutch/engine"
 	"github.com/hutch-engine/hutch/engine/container"
 	containertypes "github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/network"
@@ -169,14 +170,14 @@ func TestAttachDefaultBridge(t *testing.T) {
 		t.Fatalf("second container: %v %v", att2.Addrs, err)
 	}
 	for _, id := range []string{c.ID, c2.ID} {
-		if err := m.Detach(ctx, id, ""); err != nil {
+		if err := m.Detach(ctx, id, engine.DetachOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if l := drv.leftovers(); l != "" {
 		t.Errorf("after detach: %s", l)
 	}
-	if err := m.Detach(ctx, c.ID, ""); err != nil {
+	if err := m.Detach(ctx, c.ID, engine.DetachOptions{}); err != nil {
 		t.Errorf("second detach: %v", err)
 	}
 	// The cleanup of a run that ended late leaves a newer run alone.
@@ -184,10 +185,10 @@ func TestAttachDefaultBridge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Detach(ctx, c.ID, att.Settings.SandboxID); err != nil || !drv.sandboxes[c.ID] {
+	if err := m.Detach(ctx, c.ID, engine.DetachOptions{SandboxID: att.Settings.SandboxID}); err != nil || !drv.sandboxes[c.ID] {
 		t.Errorf("the old run's detach removed the new run's network: %v", err)
 	}
-	if err := m.Detach(ctx, c.ID, again.Settings.SandboxID); err != nil || drv.sandboxes[c.ID] {
+	if err := m.Detach(ctx, c.ID, engine.DetachOptions{SandboxID: again.Settings.SandboxID}); err != nil || drv.sandboxes[c.ID] {
 		t.Errorf("the new run's detach: %v, sandboxes %v", err, drv.sandboxes)
 	}
 	att3, _ := m.Attach(ctx, testContainer("three", nil))
@@ -199,6 +200,49 @@ func TestAttachDefaultBridge(t *testing.T) {
 // A port that cannot be published fails the attach with Docker's message
 // and undoes everything: the forward made before it, the veth, the
 // namespace, the address.
+// The end of a run leaves its veths to die with the namespace (deleting
+// them one by one is slow), unless others still share the namespace: then
+// they are taken out of it, and either way nothing is left and the
+// addresses are free again.
+func TestDetachShared(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		shared  bool
+		unplugs int
+	}{
+		{"alone", false, 0},
+		{"shared", true, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			drv := newFake()
+			m := newManager(t, drv)
+			ctx := context.Background()
+			c := testContainer("web", &containertypes.HostConfig{})
+			ns, err := m.Configure(ctx, c, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.NetworkSettings = ns
+			att, err := m.Attach(ctx, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := m.Detach(ctx, c.ID, engine.DetachOptions{SandboxID: att.Settings.SandboxID, Shared: tc.shared}); err != nil {
+				t.Fatal(err)
+			}
+			if drv.unplugs != tc.unplugs {
+				t.Errorf("Unplug called %d times, want %d", drv.unplugs, tc.unplugs)
+			}
+			if l := drv.leftovers(); l != "" {
+				t.Errorf("after detach: %s", l)
+			}
+			if _, taken := m.byName("bridge").pool.used[att.Addrs[0]]; taken {
+				t.Errorf("address %s still taken", att.Addrs[0])
+			}
+		})
+	}
+}
+
 func TestAttachRollback(t *testing.T) {
 	drv := newFake()
 	drv.taken[8081] = true
@@ -274,7 +318,7 @@ func TestAttachUserNetworks(t *testing.T) {
 	if err := m.NetworkRemove(ctx, "app"); !errors.Is(err, errdefs.ErrPermissionDenied) || !strings.Contains(err.Error(), "has active endpoints") {
 		t.Errorf("removing a network in use: %v", err)
 	}
-	if err := m.Detach(ctx, c.ID, ""); err != nil {
+	if err := m.Detach(ctx, c.ID, engine.DetachOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := m.NetworkRemove(ctx, "app"); err != nil {
@@ -379,7 +423,7 @@ func TestRestore(t *testing.T) {
 	if err != nil || att3.Addrs[0].String() == "172.17.0.2" {
 		t.Errorf("a new container got %v (%v): the restored address must stay taken", att3.Addrs, err)
 	}
-	if err := m2.Detach(ctx, alive.ID, ""); err != nil || drv.sandboxes[alive.ID] {
+	if err := m2.Detach(ctx, alive.ID, engine.DetachOptions{}); err != nil || drv.sandboxes[alive.ID] {
 		t.Errorf("detaching the restored container: %v, sandboxes %v", err, drv.sandboxes)
 	}
 }

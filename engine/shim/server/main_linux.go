@@ -54,6 +54,8 @@ func Main(args []string) error {
 	if cfg.Debug {
 		level = slog.LevelDebug
 		logrus.SetLevel(logrus.DebugLevel)
+		// Sub-millisecond stamps: the debug log is how a start is profiled.
+		logrus.SetFormatter(&logrus.TextFormatter{FullTimestamp: true, TimestampFormat: "15:04:05.000000"})
 	}
 	logrus.SetOutput(os.Stderr)
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With("container", cfg.ID)
