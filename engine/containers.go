@@ -271,29 +271,49 @@ func (e *Engine) ContainerRemove(ctx context.Context, ref string, req RemoveRequ
 	return e.finishRemove(ctx, c.ID)
 }
 
-// finishRemove deletes what a container is made of, then its record.
+// finishRemove deletes what a container is made of, then its record; its
+// writable layer goes afterwards, in the background (rootfsRemover).
 func (e *Engine) finishRemove(ctx context.Context, id string) error {
 	defer e.phase("remove", id)()
 	c, err := e.containers.Get(ctx, id)
 	if err != nil {
 		return err
 	}
-	if err := e.removeArtifacts(ctx, c); err != nil {
+	if err := e.releaseArtifacts(ctx, c); err != nil {
 		e.containers.Update(context.WithoutCancel(ctx), id, func(c *container.Container) error {
 			return c.State.SetDead("removal failed: " + err.Error())
 		})
 		return err
 	}
-	return e.containers.Delete(ctx, id)
+	if err := e.containers.Delete(ctx, id); err != nil {
+		return err
+	}
+	if c.Runtime.RootfsID != "" {
+		e.removeRootfsLater(c.Runtime.RootfsID)
+	}
+	return nil
 }
 
+// removeArtifacts deletes what a container is made of, its rootfs
+// included, before its record goes (the reconcile of a removal that a
+// dead daemon left half-done).
 func (e *Engine) removeArtifacts(ctx context.Context, c *container.Container) error {
+	if err := e.releaseArtifacts(ctx, c); err != nil {
+		return err
+	}
+	if c.Runtime.RootfsID != "" {
+		if err := e.images.RemoveRootfs(ctx, c.Runtime.RootfsID); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
+			return fmt.Errorf("removing the rootfs of %s: %w", c.ID, err)
+		}
+	}
+	return nil
+}
+
+// releaseArtifacts releases a container's network and deletes its bundle.
+func (e *Engine) releaseArtifacts(ctx context.Context, c *container.Container) error {
 	if e.opts.Networks != nil {
 		// Normally released when the run ended; after a crash, here.
-		endNet := e.phase("remove/network", c.ID)
-		err := e.opts.Networks.Detach(ctx, c.ID, DetachOptions{Shared: e.joins.shared(c.ID)})
-		endNet()
-		if err != nil {
+		if err := e.opts.Networks.Detach(ctx, c.ID, DetachOptions{Shared: e.joins.shared(c.ID)}); err != nil {
 			e.log.Warn("releasing the network", "container", c.ID, "err", err)
 		}
 	}
@@ -302,21 +322,7 @@ func (e *Engine) removeArtifacts(ctx context.Context, c *container.Container) er
 			return err
 		}
 	}
-	if c.Runtime.RootfsID != "" {
-		endRootfs := e.phase("remove/rootfs", c.ID)
-		err := e.images.RemoveRootfs(ctx, c.Runtime.RootfsID)
-		endRootfs()
-		if err != nil && !errors.Is(err, errdefs.ErrNotFound) {
-			return fmt.Errorf("removing the rootfs of %s: %w", c.ID, err)
-		}
-	}
 	return nil
-}
-
-func (e *Engine) removeRootfs(id string) {
-	if err := e.images.RemoveRootfs(context.Background(), id); err != nil {
-		e.log.Warn("removing rootfs", "rootfs", id, "err", err)
-	}
 }
 
 // ContainerPrune removes every stopped container.

@@ -61,6 +61,7 @@ type Engine struct {
 	containers *container.Store
 	runs       *runs
 	joins      netnsJoins
+	rootfs     rootfsRemover
 	host       shim.Host
 	execs      execStore
 	// monitors counts the monitor goroutines, so that Close returns only
@@ -88,6 +89,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		opts.Logger.Warn("skipped a damaged container record", "dir", le.Dir, "err", le.Err)
 	}
 	e := &Engine{opts: opts, id: id, log: opts.Logger, images: opts.Images, containers: store, runs: newRuns(), host: shim.DetectHost()}
+	e.rootfs.idle.L = &e.rootfs.mu
 	if err := e.reconcile(ctx); err != nil {
 		return nil, err
 	}

@@ -120,6 +120,7 @@ type imageDeleter struct {
 }
 
 func (e *Engine) newImageDeleter(ctx context.Context) (*imageDeleter, error) {
+	e.waitRootfsRemovals() // removed containers' layers use their images
 	store, err := e.imageStore()
 	if err != nil {
 		return nil, err

@@ -33,6 +33,8 @@ type ImageStore interface {
 	UnmountRootfs(ctx context.Context, rootfsID string) error
 	// RemoveRootfs deletes the writable layer (unmounting it first).
 	RemoveRootfs(ctx context.Context, rootfsID string) error
+	// Rootfses lists the IDs of every writable layer.
+	Rootfses(ctx context.Context) ([]string, error)
 	// PullImage pulls fromImage:tag (the API's two parameters) from its
 	// registry, calling progress with Docker's stream messages. Errors
 	// before the first message are the caller's to answer as HTTP errors.

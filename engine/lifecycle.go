@@ -51,6 +51,7 @@ func (e *Engine) reconcile(ctx context.Context) error {
 		go e.monitor(id, client)
 	}
 	e.sweepOrphans(ctx, adopt)
+	e.sweepRootfs(ctx)
 	if err := e.restoreNetworks(ctx); err != nil {
 		e.log.Warn("restoring networks", "err", err)
 	}
@@ -107,6 +108,7 @@ func (e *Engine) Close() error {
 	case <-ctx.Done():
 		e.log.Warn("containers still being cleaned up at shutdown")
 	}
+	e.waitRootfsRemovals()
 	return nil
 }
 

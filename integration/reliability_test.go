@@ -20,9 +20,10 @@ import (
 )
 
 // engineFacts are what a leak would grow: the engine's open fds and mounts,
-// processes below the daemon, and files in the runtime state.
+// processes below the daemon, files in the runtime state, and writable
+// layers in the store (deleted in the background after a removal).
 type engineFacts struct {
-	fds, mounts, procs, stateFiles int
+	fds, mounts, procs, stateFiles, rootfses int
 }
 
 func factsOf(t *testing.T, d *daemon) engineFacts {
@@ -37,7 +38,7 @@ func factsOf(t *testing.T, d *daemon) engineFacts {
 		}
 		return nil
 	})
-	return engineFacts{fds: len(fds), mounts: mounts, procs: len(descendants(t, d.cmd.Process.Pid)), stateFiles: files}
+	return engineFacts{fds: len(fds), mounts: mounts, procs: len(descendants(t, d.cmd.Process.Pid)), stateFiles: files, rootfses: len(rootfsLayers(t, d))}
 }
 
 // 100 containers through create, start, wait and remove by 10 parallel
@@ -86,7 +87,7 @@ func TestLoadParallelContainers(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		after = factsOf(t, d)
-		if after.procs <= before.procs && after.mounts <= before.mounts && after.stateFiles <= before.stateFiles && after.fds <= before.fds+2 {
+		if after.procs <= before.procs && after.mounts <= before.mounts && after.stateFiles <= before.stateFiles && after.fds <= before.fds+2 && after.rootfses <= before.rootfses {
 			break
 		}
 		if time.Now().After(deadline) {

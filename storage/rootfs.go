@@ -73,6 +73,19 @@ func (s *Store) RemoveRootfs(ctx context.Context, id string) error {
 	return nil
 }
 
+// Rootfses lists the writable layers: containers/storage's containers.
+func (s *Store) Rootfses(ctx context.Context) ([]string, error) {
+	cs, err := s.cs.Containers()
+	if err != nil {
+		return nil, fmt.Errorf("storage: listing the rootfs layers: %w", err)
+	}
+	ids := make([]string, 0, len(cs))
+	for _, c := range cs {
+		ids = append(ids, c.ID)
+	}
+	return ids, nil
+}
+
 // classify maps containers/storage errors onto errdefs classes.
 func classify(err error) error {
 	switch {
