@@ -232,3 +232,19 @@ func pushTo(t *testing.T, ref, user, password string) {
 		t.Fatal(err)
 	}
 }
+
+// What a container sees of the kernel is read-only, as in Docker: /sys
+// and every cgroup controller below /sys/fs/cgroup (one recursive bind
+// rootless on cgroup v1), and /proc/sys.
+func TestContainerKernelInterfacesReadOnly(t *testing.T) {
+	d, ref := pulled(t)
+	script := `for f in /sys/kernel/x /sys/fs/cgroup/x /proc/sys/kernel/hostname /sys/fs/cgroup/*/x; do (echo hutch > $f) 2>/dev/null && echo "WROTE $f"; done
+ls /sys/fs/cgroup | wc -l`
+	out := dockerOK(t, d, "run", "--rm", ref, "sh", "-c", script)
+	if strings.Contains(out, "WROTE") {
+		t.Errorf("a container wrote to the kernel's interfaces:\n%s", out)
+	}
+	if out == "0" {
+		t.Errorf("/sys/fs/cgroup is empty in the container")
+	}
+}

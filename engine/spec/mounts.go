@@ -441,6 +441,12 @@ func (b *builder) mounts(user []specs.Mount) ([]specs.Mount, error) {
 			// The host's IPC namespace belongs to the initial user
 			// namespace: mqueue cannot be mounted for it, only bound.
 			m = specs.Mount{Destination: m.Destination, Type: "bind", Source: "/dev/mqueue", Options: []string{"rbind", "nosuid", "noexec", "nodev"}}
+		case m.Type == "cgroup" && b.in.Rootless && !cgroup2():
+			// Rootless on cgroup v1 there is no cgroup of the container's
+			// own to show: the host's hierarchy, read-only, as libcontainer
+			// would mount it, but in one recursive bind instead of two
+			// mounts per controller (19 here, ~3 ms of every start).
+			m = specs.Mount{Destination: m.Destination, Type: "bind", Source: "/sys/fs/cgroup", Options: []string{"rbind", "rro", "nosuid", "noexec", "nodev"}}
 		}
 		if hc.ReadonlyRootfs && !slices.Contains(writableWhenReadonly, m.Destination) && !slices.Contains(m.Options, "ro") {
 			m.Options = append(m.Options, "ro")

@@ -473,3 +473,30 @@ func TestBuildWritableCgroups(t *testing.T) {
 		}
 	}
 }
+
+// Rootless on cgroup v1 the container sees the host's hierarchy through one
+// recursive read-only bind; elsewhere it is libcontainer's cgroup mount.
+func TestBuildRootlessCgroupV1Mount(t *testing.T) {
+	saved := cgroup2
+	t.Cleanup(func() { cgroup2 = saved })
+	for _, tt := range []struct {
+		name         string
+		rootless, v2 bool
+		typ          string
+		recursiveRO  bool
+	}{
+		{"rootless v1", true, false, "bind", true},
+		{"rootless v2", true, true, "cgroup", false},
+		{"root v1", false, false, "cgroup", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cgroup2 = func() bool { return tt.v2 }
+			in := testInput(t)
+			in.Rootless = tt.rootless
+			m, ok := findMount(build(t, in), "/sys/fs/cgroup")
+			if !ok || m.Type != tt.typ || slices.Contains(m.Options, "rro") != tt.recursiveRO {
+				t.Errorf("cgroup mount %+v, want type %s, rro %v", m, tt.typ, tt.recursiveRO)
+			}
+		})
+	}
+}
