@@ -89,7 +89,9 @@ func (e *Engine) ContainerCreate(ctx context.Context, req CreateRequest) (contai
 	args := append(slices.Clone([]string(cfg.Entrypoint)), cfg.Cmd...)
 	c.Path, c.Args = args[0], args[1:]
 
-	rootfsID, err := e.images.CreateRootfs(ctx, id, imageID, hc.AutoRemove)
+	endRootfs := e.phase("create/rootfs", id)
+	rootfsID, err := e.createRootfs(ctx, id, imageID, hc.AutoRemove)
+	endRootfs()
 	if err != nil {
 		return containertypes.CreateResponse{}, err
 	}
@@ -102,7 +104,10 @@ func (e *Engine) ContainerCreate(ctx context.Context, req CreateRequest) (contai
 		ShimSocket: filepath.Join(e.opts.StateDir, "s", id[:24]+".sock"),
 		ExitFile:   filepath.Join(dir, "exit.json"),
 	}
-	if err := e.containers.Create(ctx, c); err != nil {
+	endRecord := e.phase("create/record", id)
+	err = e.containers.Create(ctx, c)
+	endRecord()
+	if err != nil {
 		e.removeRootfs(rootfsID)
 		return containertypes.CreateResponse{}, err
 	}

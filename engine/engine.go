@@ -62,6 +62,7 @@ type Engine struct {
 	runs       *runs
 	joins      netnsJoins
 	rootfs     rootfsRemover
+	pool       rootfsPool
 	host       shim.Host
 	execs      execStore
 	// monitors counts the monitor goroutines, so that Close returns only

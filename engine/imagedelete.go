@@ -28,6 +28,7 @@ func (e *Engine) ImageRemove(ctx context.Context, ref string, req ImageRemoveReq
 	if strings.TrimSpace(ref) == "" {
 		return nil, errdefs.ErrInvalidArgument.WithMessage("image name cannot be blank")
 	}
+	defer e.quiesceRootfs()()
 	d, err := e.newImageDeleter(ctx)
 	if err != nil {
 		return nil, err
@@ -61,6 +62,7 @@ func (e *Engine) ImagePrune(ctx context.Context, filters string) (image.PruneRep
 			return image.PruneReport{}, err
 		}
 	}
+	defer e.quiesceRootfs()()
 	d, err := e.newImageDeleter(ctx)
 	if err != nil {
 		return image.PruneReport{}, err
@@ -120,7 +122,6 @@ type imageDeleter struct {
 }
 
 func (e *Engine) newImageDeleter(ctx context.Context) (*imageDeleter, error) {
-	e.waitRootfsRemovals() // removed containers' layers use their images
 	store, err := e.imageStore()
 	if err != nil {
 		return nil, err

@@ -108,6 +108,7 @@ func (e *Engine) Close() error {
 	case <-ctx.Done():
 		e.log.Warn("containers still being cleaned up at shutdown")
 	}
+	e.drainRootfsPool(true)
 	e.waitRootfsRemovals()
 	return nil
 }

@@ -56,8 +56,8 @@ func (e *Engine) drainRootfs() {
 }
 
 // waitRootfsRemovals returns once the queued deletions are done: image
-// deletions wait, so that a removed container's layer does not keep its
-// image in use.
+// deletions wait (quiesceRootfs), so that a removed container's layer
+// does not keep its image in use.
 func (e *Engine) waitRootfsRemovals() {
 	r := &e.rootfs
 	r.mu.Lock()

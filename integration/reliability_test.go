@@ -47,9 +47,13 @@ func TestLoadParallelContainers(t *testing.T) {
 	d, ref := pulled(t)
 	c := d.Client(t)
 	ctx := context.Background()
-	// Warm up once so that lazily opened things (storage, sockets) exist.
+	// Warm up once so that lazily opened things (storage, sockets, the
+	// spare writable layer of this kind of container) exist.
 	if out, err := d.Docker(t, "run", "--rm", ref, "true"); err != nil {
 		t.Fatal(err, out)
+	}
+	if err := runOne(ctx, c, ref, "warm-up"); err != nil {
+		t.Fatal(err)
 	}
 	before := factsOf(t, d)
 	const clients, perClient = 10, 10
