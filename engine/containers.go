@@ -277,7 +277,8 @@ func (e *Engine) ContainerRemove(ctx context.Context, ref string, req RemoveRequ
 }
 
 // finishRemove deletes what a container is made of, then its record; its
-// writable layer goes afterwards, in the background (rootfsRemover).
+// writable layer is deleted or emptied for reuse afterwards, in the
+// background (rootfsRemover, rootfsPool).
 func (e *Engine) finishRemove(ctx context.Context, id string) error {
 	defer e.phase("remove", id)()
 	c, err := e.containers.Get(ctx, id)
@@ -294,7 +295,8 @@ func (e *Engine) finishRemove(ctx context.Context, id string) error {
 		return err
 	}
 	if c.Runtime.RootfsID != "" {
-		e.removeRootfsLater(c.Runtime.RootfsID)
+		volatile := c.HostConfig != nil && c.HostConfig.AutoRemove
+		e.recycleRootfsLater(c.Runtime.RootfsID, poolKey{c.ImageID, volatile})
 	}
 	return nil
 }

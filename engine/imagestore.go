@@ -33,6 +33,10 @@ type ImageStore interface {
 	UnmountRootfs(ctx context.Context, rootfsID string) error
 	// RemoveRootfs deletes the writable layer (unmounting it first).
 	RemoveRootfs(ctx context.Context, rootfsID string) error
+	// ResetRootfs unmounts and empties a writable layer for another
+	// container of its image; errdefs.ErrNotImplemented where the driver
+	// cannot. After an error the layer is only fit for RemoveRootfs.
+	ResetRootfs(ctx context.Context, rootfsID string) error
 	// Rootfses lists the IDs of every writable layer.
 	Rootfses(ctx context.Context) ([]string, error)
 	// PullImage pulls fromImage:tag (the API's two parameters) from its

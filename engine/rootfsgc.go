@@ -9,25 +9,41 @@ import (
 	"github.com/hutch-engine/hutch/engine/container"
 )
 
-// rootfsRemover deletes the writable layers of removed containers in the
-// background, one at a time. Deleting one through containers/storage
-// takes 6-10 ms of locks, JSON rewrites and syncs, on the path of every
-// docker run --rm; the container's record is gone before, so the API
-// answers at once. A daemon that dies first leaves the layer behind, and
-// the next start deletes every layer no record owns (sweepRootfs).
+// rootfsRemover deletes, or empties for the pool (rootfsPool), the
+// writable layers of removed containers in the background, one at a time.
+// Deleting one through containers/storage takes 6-10 ms of locks, JSON
+// rewrites and syncs, on the path of every docker run --rm; the
+// container's record is gone before, so the API answers at once. A daemon
+// that dies first leaves the layer behind, and the next start deletes
+// every layer no record owns (sweepRootfs).
 type rootfsRemover struct {
 	mu      sync.Mutex
 	idle    sync.Cond // signalled when pending drops to 0
-	queue   []string
-	pending int // queued or being deleted
+	queue   []rootfsJob
+	pending int // queued or being done
+}
+
+type rootfsJob struct {
+	id string
+	// reuse, when set, asks for the layer to be emptied and kept as a
+	// spare for key if the pool wants one.
+	reuse *poolKey
 }
 
 // removeRootfsLater queues the deletion of rootfs id.
-func (e *Engine) removeRootfsLater(id string) {
+func (e *Engine) removeRootfsLater(id string) { e.queueRootfs(rootfsJob{id: id}) }
+
+// recycleRootfsLater queues rootfs id, made from k's image, to be emptied
+// for the pool, or deleted if the pool has enough.
+func (e *Engine) recycleRootfsLater(id string, k poolKey) {
+	e.queueRootfs(rootfsJob{id: id, reuse: &k})
+}
+
+func (e *Engine) queueRootfs(j rootfsJob) {
 	r := &e.rootfs
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.queue = append(r.queue, id)
+	r.queue = append(r.queue, j)
 	r.pending++
 	if r.pending == 1 {
 		go e.drainRootfs()
@@ -42,10 +58,12 @@ func (e *Engine) drainRootfs() {
 			r.mu.Unlock()
 			return
 		}
-		id := r.queue[0]
+		j := r.queue[0]
 		r.queue = r.queue[1:]
 		r.mu.Unlock()
-		e.removeRootfs(id)
+		if j.reuse == nil || !e.recycleRootfs(j.id, *j.reuse) {
+			e.removeRootfs(j.id)
+		}
 		r.mu.Lock()
 		r.pending--
 		if r.pending == 0 {
@@ -75,7 +93,8 @@ func (e *Engine) removeRootfs(id string) {
 
 // sweepRootfs queues the deletion of the writable layers that no
 // container record owns: left by a daemon that died between deleting a
-// record and its layer, or between creating a layer and its record.
+// record and its layer, or between creating a layer and its record, and
+// the spares of the pool.
 func (e *Engine) sweepRootfs(ctx context.Context) {
 	ids, err := e.images.Rootfses(ctx)
 	if err != nil {
@@ -93,7 +112,7 @@ func (e *Engine) sweepRootfs(ctx context.Context) {
 	}
 	for _, id := range ids {
 		if !owned[id] {
-			e.log.Info("removing a rootfs no container owns", "rootfs", id)
+			e.log.Debug("removing a rootfs no container owns", "rootfs", id)
 			e.removeRootfsLater(id)
 		}
 	}

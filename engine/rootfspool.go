@@ -6,19 +6,22 @@ import (
 	"sync"
 )
 
-// rootfsPool keeps one empty writable layer ready for each of the images
-// containers were last made from. Making one through containers/storage
-// takes 6-10 ms of directory and JSON writes, the most of a docker create;
-// taking a ready one takes nothing, and the next is made in the
-// background. The spares belong to no container: the start-up sweep
-// deletes those a daemon that died left, Close and image deletions delete
-// the others.
+// rootfsPool keeps empty writable layers ready for the images containers
+// were last made from. Making one through containers/storage takes 6-10
+// ms of directory and JSON writes, the most of a docker create, and
+// deleting one as much; a removed container's layer is emptied instead
+// and kept for the next container of its image (the overlay drivers; see
+// storage.ResetRootfs), and when none is there one is made in the
+// background after a create. The spares belong to no container: the
+// start-up sweep deletes those a daemon that died left, Close and image
+// deletions delete the others.
 type rootfsPool struct {
-	mu      sync.Mutex
-	ready   map[poolKey]string
-	filling map[poolKey]bool
-	recent  []poolKey // least recently used first, at most poolKeys
-	closed  bool
+	mu       sync.Mutex
+	ready    map[poolKey][]string
+	filling  map[poolKey]bool
+	recent   []poolKey // least recently used first, at most poolKeys
+	closed   bool
+	draining bool // an image deletion runs: keep no spare
 	// gate keeps refills out while an image deletion runs: a spare made
 	// in the middle would keep the image in use.
 	gate sync.RWMutex
@@ -29,9 +32,12 @@ type poolKey struct {
 	volatile bool
 }
 
-// poolKeys bounds the images (and kinds of layer) the pool keeps a spare
-// for.
-const poolKeys = 4
+const (
+	// poolKeys bounds the images (and kinds of layer) the pool keeps
+	// spares for, poolDepth the spares of each.
+	poolKeys  = 4
+	poolDepth = 4
+)
 
 // createRootfs gives container id its writable layer on imageID: a spare
 // if there is one, else a new one.
@@ -39,11 +45,14 @@ func (e *Engine) createRootfs(ctx context.Context, id, imageID string, volatile 
 	k := poolKey{imageID, volatile}
 	p := &e.pool
 	p.mu.Lock()
-	rid, ok := p.ready[k]
-	delete(p.ready, k)
+	var rid string
+	if n := len(p.ready[k]); n > 0 {
+		rid = p.ready[k][n-1]
+		p.ready[k] = p.ready[k][:n-1]
+	}
 	p.touchLocked(e, k)
 	p.mu.Unlock()
-	if !ok {
+	if rid == "" {
 		var err error
 		if rid, err = e.images.CreateRootfs(ctx, id, imageID, volatile); err != nil {
 			return "", err
@@ -54,7 +63,7 @@ func (e *Engine) createRootfs(ctx context.Context, id, imageID string, volatile 
 }
 
 // touchLocked makes k the most recently used key, dropping the least
-// recently used one (and its spare) beyond poolKeys.
+// recently used one (and its spares) beyond poolKeys.
 func (p *rootfsPool) touchLocked(e *Engine, k poolKey) {
 	p.recent = slices.DeleteFunc(p.recent, func(o poolKey) bool { return o == k })
 	p.recent = append(p.recent, k)
@@ -63,22 +72,37 @@ func (p *rootfsPool) touchLocked(e *Engine, k poolKey) {
 	}
 	old := p.recent[0]
 	p.recent = p.recent[1:]
-	if rid, ok := p.ready[old]; ok {
-		delete(p.ready, old)
+	for _, rid := range p.ready[old] {
 		e.removeRootfsLater(rid)
 	}
+	delete(p.ready, old)
 }
 
-// refillRootfs makes a spare for k in the background unless there is one.
+// wantsLocked reports whether the pool takes one more spare for k.
+func (p *rootfsPool) wantsLocked(k poolKey) bool {
+	return !p.closed && !p.draining && len(p.ready[k]) < poolDepth && slices.Contains(p.recent, k)
+}
+
+// addLocked keeps rid as a spare for k.
+func (p *rootfsPool) addLocked(k poolKey, rid string) {
+	if p.ready == nil {
+		p.ready = map[poolKey][]string{}
+	}
+	p.ready[k] = append(p.ready[k], rid)
+}
+
+// refillRootfs makes a spare for k in the background when none is left.
+// A container's removal usually gives one back first: no new layer is
+// made while the spares go round.
 func (e *Engine) refillRootfs(k poolKey) {
 	p := &e.pool
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed || p.filling[k] || p.ready[k] != "" {
+	if p.filling[k] || len(p.ready[k]) > 0 || !p.wantsLocked(k) {
 		return
 	}
 	if p.filling == nil {
-		p.filling, p.ready = map[poolKey]bool{}, map[poolKey]string{}
+		p.filling = map[poolKey]bool{}
 	}
 	p.filling[k] = true
 	go func() {
@@ -93,12 +117,35 @@ func (e *Engine) refillRootfs(k poolKey) {
 			e.log.Debug("making a spare rootfs", "image", k.image, "err", err)
 			return
 		}
-		if p.closed || p.ready[k] != "" || !slices.Contains(p.recent, k) {
+		if !p.wantsLocked(k) {
 			e.removeRootfsLater(rid)
 			return
 		}
-		p.ready[k] = rid
+		p.addLocked(k, rid)
 	}()
+}
+
+// recycleRootfs empties rootfs id and keeps it as a spare for k, if the
+// pool wants one; false means the caller deletes it.
+func (e *Engine) recycleRootfs(id string, k poolKey) bool {
+	p := &e.pool
+	p.mu.Lock()
+	want := p.wantsLocked(k)
+	p.mu.Unlock()
+	if !want {
+		return false
+	}
+	if err := e.images.ResetRootfs(context.Background(), id); err != nil {
+		e.log.Debug("emptying a rootfs for reuse", "rootfs", id, "err", err)
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.wantsLocked(k) {
+		return false
+	}
+	p.addLocked(k, id)
+	return true
 }
 
 // drainRootfsPool queues the deletion of every spare.
@@ -107,19 +154,30 @@ func (e *Engine) drainRootfsPool(closing bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.closed = p.closed || closing
-	for k, rid := range p.ready {
+	for k, ids := range p.ready {
+		for _, rid := range ids {
+			e.removeRootfsLater(rid)
+		}
 		delete(p.ready, k)
-		e.removeRootfsLater(rid)
 	}
 }
 
-// quiesceRootfs prepares an image deletion: no spare is made while it
-// runs, and the spares and the layers of removed containers are gone, so
-// that only containers keep images in use. The caller calls the result
-// when done.
+// quiesceRootfs prepares an image deletion: no spare is made or kept
+// while it runs, and the spares and the layers of removed containers are
+// gone, so that only containers keep images in use. The caller calls the
+// result when done.
 func (e *Engine) quiesceRootfs() func() {
-	e.pool.gate.Lock()
+	p := &e.pool
+	p.gate.Lock()
+	p.mu.Lock()
+	p.draining = true
+	p.mu.Unlock()
 	e.drainRootfsPool(false)
 	e.waitRootfsRemovals()
-	return e.pool.gate.Unlock
+	return func() {
+		p.mu.Lock()
+		p.draining = false
+		p.mu.Unlock()
+		p.gate.Unlock()
+	}
 }

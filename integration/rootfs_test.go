@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -103,4 +104,87 @@ func TestImageRemoveAfterContainerRemove(t *testing.T) {
 			t.Errorf("layer %s of the deleted image %s is left", layer, solo)
 		}
 	}
+}
+
+// layerOf returns the storage layer of rootfs id, from containers/storage's
+// records.
+func layerOf(t *testing.T, d *daemon, id string) string {
+	t.Helper()
+	for _, f := range []string{"containers.json", "volatile-containers.json"} {
+		b, err := os.ReadFile(filepath.Join(d.Data, "hutch", "storage", "overlay-containers", f))
+		if err != nil {
+			continue
+		}
+		var list []struct {
+			ID    string `json:"id"`
+			Layer string `json:"layer"`
+		}
+		if err := json.Unmarshal(b, &list); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range list {
+			if c.ID == id {
+				return c.Layer
+			}
+		}
+	}
+	t.Fatalf("no rootfs %s", id)
+	return ""
+}
+
+// A removed container's writable layer is emptied and given to the next
+// container of its image: nothing of the first is visible in the second,
+// its files, deletions (whiteouts) and changes to / included.
+func TestRootfsReusedEmpty(t *testing.T) {
+	d, ref := pulled(t)
+	mode := dockerOK(t, d, "run", "--rm", ref, "stat", "-c", "%a", "/")
+	// The first container of its kind gets a new layer named after it.
+	id := dockerOK(t, d, "run", "-d", "--name", "first", ref, "sh", "-c",
+		"echo secret > /leak; rm /bin/ls; mkdir -p /newdir/x; chmod 700 /; echo x >> /etc/passwd")
+	dockerOK(t, d, "wait", "first")
+	layer := layerOf(t, d, id)
+	diff := filepath.Join(d.Data, "hutch", "storage", "overlay", layer, "diff")
+	if ents, _ := os.ReadDir(diff); len(ents) == 0 {
+		t.Fatalf("the first container's changes are not in %s", diff)
+	}
+	dockerOK(t, d, "rm", "first")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if ents, err := os.ReadDir(diff); err == nil && len(ents) == 0 {
+			break
+		} else if err != nil {
+			t.Fatalf("the removed container's layer was deleted, not kept for reuse: %v", err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the removed container's layer was not emptied")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	dockerOK(t, d, "run", "-d", "--name", "second", ref, "sleep", "60")
+	pid := dockerOK(t, d, "inspect", "-f", "{{.State.Pid}}", "second")
+	mi, err := os.ReadFile("/proc/" + pid + "/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(mi), "/"+layer+"/diff") {
+		t.Fatalf("the second container does not use the emptied layer %s:\n%s", layer, mi)
+	}
+	out := dockerOK(t, d, "exec", "second", "sh", "-c",
+		"ls /leak /newdir 2>&1; ls /bin/ls; stat -c %a /; grep -c '^x$' /etc/passwd; true")
+	want := "ls: /leak: No such file or directory\nls: /newdir: No such file or directory\n/bin/ls\n" + mode + "\n0"
+	if out != want {
+		t.Errorf("the second container sees the first's changes:\n%s\nwant\n%s", out, want)
+	}
+	if diff := dockerOK(t, d, "diff", "second"); diff != "" {
+		t.Errorf("docker diff of an untouched container: %q", diff)
+	}
+	dockerOK(t, d, "rm", "-f", "second")
+}
+
+// dropSpares makes the daemon delete its spare writable layers: an image
+// deletion does that first, here the removal of a tag.
+func dropSpares(t *testing.T, d *daemon, ref string) {
+	t.Helper()
+	dockerOK(t, d, "tag", ref, "hutch-test/drop-spares:x")
+	dockerOK(t, d, "rmi", "hutch-test/drop-spares:x")
 }

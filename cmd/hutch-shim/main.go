@@ -9,6 +9,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"runtime/debug"
 
 	// Devices cgroup support; without it libcontainer cannot apply device rules.
 	_ "github.com/opencontainers/cgroups/devices"
@@ -23,6 +24,9 @@ func init() {
 	// libcontainer runs "/proc/self/exe init" for the container's processes;
 	// that must happen before main, after nsenter's constructor.
 	if len(os.Args) > 1 && os.Args[1] == "init" {
+		// The init lives for a few milliseconds before it execs the
+		// container's command: a collection would be work thrown away.
+		debug.SetGCPercent(-1)
 		libcontainer.Init()
 	}
 }

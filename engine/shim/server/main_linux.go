@@ -38,9 +38,11 @@ func Main(args []string) error {
 	if len(args) != 2 || args[0] != "run" {
 		return errors.New("usage: hutch-shim run|delete BUNDLE (started by the hutch engine)")
 	}
-	// A shim idles for the container's whole life; a tight GC keeps its
-	// resident memory small (DESIGN §7: ≤ 3 MiB per container).
-	debug.SetGCPercent(25)
+	// No collection while the container is being created (a burst of
+	// short-lived garbage on the start path); then a tight GC, since a shim
+	// idles for the container's whole life and its resident memory counts
+	// (DESIGN §7: ≤ 3 MiB per container).
+	debug.SetGCPercent(-1)
 
 	bundle := args[1]
 	ready := os.NewFile(readyFD, "ready")
@@ -67,6 +69,7 @@ func Main(args []string) error {
 		return err
 	}
 	reportReady(ready, &shim.Response{Pid: s.pid})
+	debug.SetGCPercent(25)
 	s.serve()
 	return nil
 }
