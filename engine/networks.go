@@ -160,10 +160,7 @@ func (e *Engine) detachNetwork(ctx context.Context, id, sandboxID string) {
 	if e.opts.Networks == nil {
 		return
 	}
-	opts := DetachOptions{SandboxID: sandboxID, Shared: e.joins.shared(id)}
-	if err := e.opts.Networks.Detach(ctx, id, opts); err != nil {
-		e.log.Warn("releasing the network", "container", id, "err", err)
-	}
+	e.releaseNetwork(ctx, id, sandboxID)
 	err := e.containers.Update(ctx, id, func(r *container.Container) error {
 		if ns := r.NetworkSettings; ns != nil && (sandboxID == "" || ns.SandboxID == sandboxID) {
 			clearOperational(ns)
@@ -172,6 +169,18 @@ func (e *Engine) detachNetwork(ctx context.Context, id, sandboxID string) {
 	})
 	if err != nil && !errdefs.IsNotFound(err) {
 		e.log.Warn("recording the network release", "container", id, "err", err)
+	}
+}
+
+// releaseNetwork releases the network of a container's run without
+// touching its record.
+func (e *Engine) releaseNetwork(ctx context.Context, id, sandboxID string) {
+	if e.opts.Networks == nil {
+		return
+	}
+	opts := DetachOptions{SandboxID: sandboxID, Shared: e.joins.shared(id)}
+	if err := e.opts.Networks.Detach(ctx, id, opts); err != nil {
+		e.log.Warn("releasing the network", "container", id, "err", err)
 	}
 }
 

@@ -236,41 +236,46 @@ func (e *Engine) monitor(id string, client *shim.Client) {
 	e.runs.mu.Lock()
 	delete(e.runs.shims, id)
 	e.runs.mu.Unlock()
-	var c *container.Container
+	c, err := e.containers.Get(ctx, id)
+	if err != nil {
+		e.log.Error("recording exit", "container", id, "err", err)
+		return
+	}
+	endCleanup := e.phase("exit/cleanup", id)
+	e.joins.remove(id)
+	sb := sandboxID(c.NetworkSettings)
+	e.releaseNetwork(ctx, id, sb)
+	// One write records the exit, the network released, and for --rm the
+	// removal that follows.
+	autoRemove := c.HostConfig != nil && c.HostConfig.AutoRemove
+	removing := false
 	if err := e.containers.Update(ctx, id, func(r *container.Container) error {
-		c = r.Clone()
-		return r.State.SetExited(exit)
+		if err := r.State.SetExited(exit); err != nil {
+			return err
+		}
+		if ns := r.NetworkSettings; ns != nil && (sb == "" || ns.SandboxID == sb) {
+			clearOperational(ns)
+		}
+		removing = autoRemove && r.State.SetRemoving(id, true) == nil
+		return nil
 	}); err != nil {
 		e.log.Error("recording exit", "container", id, "err", err)
 		return
 	}
-	// docker run --rm waits for the removal, whose RemoveRootfs unmounts:
-	// no separate unmount on its path.
-	autoRemove := c.HostConfig != nil && c.HostConfig.AutoRemove
-	endCleanup := e.phase("exit/cleanup", id)
-	e.cleanupRun(ctx, c, !autoRemove)
-	endCleanup()
-	if autoRemove {
-		if err := e.containers.Update(ctx, id, func(r *container.Container) error {
-			return r.State.SetRemoving(id, true)
-		}); err == nil {
-			if err := e.finishRemove(ctx, id); err != nil {
-				e.log.Error("auto-remove", "container", id, "err", err)
-			}
-		}
-	}
-}
-
-// cleanupRun undoes what a start set up once the container has ended.
-func (e *Engine) cleanupRun(ctx context.Context, c *container.Container, unmount bool) {
-	e.joins.remove(c.ID)
-	e.detachNetwork(ctx, c.ID, sandboxID(c.NetworkSettings))
-	if unmount {
+	// docker run --rm waits for the removal, whose rootfs is unmounted
+	// with its reuse or deletion: no separate unmount on its path.
+	if !autoRemove {
 		if err := e.images.UnmountRootfs(ctx, c.Runtime.RootfsID); err != nil {
-			e.log.Warn("unmounting rootfs", "container", c.ID, "err", err)
+			e.log.Warn("unmounting rootfs", "container", id, "err", err)
 		}
 	}
 	os.Remove(c.Runtime.ShimSocket)
+	endCleanup()
+	if removing {
+		if err := e.finishRemove(ctx, id); err != nil {
+			e.log.Error("auto-remove", "container", id, "err", err)
+		}
+	}
 }
 
 func (e *Engine) failPending(id string, err error) {
