@@ -76,6 +76,7 @@ func (e *Engine) adoptJoin(ctx context.Context, id string) {
 // Close stops every running container (their stop signal, then SIGKILL
 // after their timeout) and waits until each exit is recorded.
 func (e *Engine) Close() error {
+	shim.CloseWarm()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	e.runs.mu.Lock()

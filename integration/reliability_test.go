@@ -146,7 +146,7 @@ func TestKilledShim(t *testing.T) {
 	id = strings.TrimSpace(id)
 	killed := 0
 	for _, p := range descendants(t, d.cmd.Process.Pid) {
-		if args := cmdline(p); len(args) > 0 && filepath.Base(args[0]) == "hutch-shim" {
+		if args := cmdline(p); len(args) > 1 && filepath.Base(args[0]) == "hutch-shim" && args[1] != "warm" {
 			syscall.Kill(p, syscall.SIGKILL)
 			killed++
 		}

@@ -44,17 +44,42 @@ func Create(ctx context.Context, opts StartOptions) (*Client, error) {
 	if err := os.Remove(opts.ExitFile); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
-	shimLog, err := os.OpenFile(filepath.Join(opts.BundleDir, "shim.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	defer shimLog.Close()
-	readyR, readyW, err := os.Pipe()
-	if err != nil {
+	var proc *os.Process
+	var readyR *os.File
+	var err error
+	if w := takeWarm(opts.ShimBinary); w != nil && w.hand(opts.BundleDir) == nil {
+		proc, readyR = w.cmd.Process, w.ready
+	} else if proc, readyR, err = spawn(opts); err != nil {
 		return nil, err
 	}
 	defer readyR.Close()
 
+	resp, err := readReady(ctx, readyR)
+	if err != nil {
+		_ = proc.Kill()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("shim for %s: %w (see %s)", opts.ID, err, filepath.Join(opts.BundleDir, "shim.log"))
+	}
+	if err := resp.Err(); err != nil {
+		return nil, err
+	}
+	return &Client{socket: opts.SocketPath, exitFile: opts.ExitFile, pid: resp.Pid}, nil
+}
+
+// spawn executes a shim for opts and returns it with the read end of its
+// ready pipe.
+func spawn(opts StartOptions) (*os.Process, *os.File, error) {
+	shimLog, err := os.OpenFile(filepath.Join(opts.BundleDir, "shim.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer shimLog.Close()
+	readyR, readyW, err := os.Pipe()
+	if err != nil {
+		return nil, nil, err
+	}
 	cmd := exec.Command(opts.ShimBinary, "run", opts.BundleDir)
 	cmd.Dir = opts.BundleDir
 	cmd.Stdout, cmd.Stderr = shimLog, shimLog
@@ -65,24 +90,13 @@ func Create(ctx context.Context, opts StartOptions) (*Client, error) {
 	err = cmd.Start()
 	_ = readyW.Close()
 	if err != nil {
-		return nil, fmt.Errorf("start shim: %w", err)
+		readyR.Close()
+		return nil, nil, fmt.Errorf("start shim: %w", err)
 	}
 	// The engine reaps its shims; after an engine restart they are
 	// reparented and their exit is read from the exit file.
 	go func() { _ = cmd.Wait() }()
-
-	resp, err := readReady(ctx, readyR)
-	if err != nil {
-		_ = cmd.Process.Kill()
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, fmt.Errorf("shim for %s: %w (see %s)", opts.ID, err, filepath.Join(opts.BundleDir, "shim.log"))
-	}
-	if err := resp.Err(); err != nil {
-		return nil, err
-	}
-	return &Client{socket: opts.SocketPath, exitFile: opts.ExitFile, pid: resp.Pid}, nil
+	return cmd.Process, readyR, nil
 }
 
 // Start is Create followed by Client.Start, for callers with nothing to

@@ -23,3 +23,6 @@ func Start(context.Context, StartOptions) (*Client, error) {
 func Delete(context.Context, string, string) error {
 	return fmt.Errorf("containers need Linux: %w", errdefs.ErrNotImplemented)
 }
+
+// CloseWarm has nothing to stop.
+func CloseWarm() {}

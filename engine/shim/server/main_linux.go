@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,8 +37,15 @@ func Main(args []string) error {
 	if len(args) == 2 && args[0] == "delete" {
 		return deleteContainer(args[1])
 	}
+	if len(args) == 1 && args[0] == "warm" {
+		bundle, err := awaitBundle()
+		if err != nil || bundle == "" {
+			return nil // the engine went away or needs no more shims
+		}
+		args = []string{"run", bundle}
+	}
 	if len(args) != 2 || args[0] != "run" {
-		return errors.New("usage: hutch-shim run|delete BUNDLE (started by the hutch engine)")
+		return errors.New("usage: hutch-shim run|delete BUNDLE, or warm (started by the hutch engine)")
 	}
 	// No collection while the container is being created (a burst of
 	// short-lived garbage on the start path); then a tight GC, since a shim
@@ -73,6 +82,41 @@ func Main(args []string) error {
 	s.serve()
 	return nil
 }
+
+// awaitBundle is a warm shim's wait (engine/shim's warm_linux.go): the
+// engine writes the bundle of the container to run on the control pipe,
+// or closes it. The shim then makes itself what the engine would have
+// made of a new one: its directory the bundle, its output the bundle's
+// shim.log.
+func awaitBundle() (string, error) {
+	ctl := os.NewFile(controlFD, "control")
+	line, err := bufio.NewReader(ctl).ReadString('\n')
+	ctl.Close()
+	if err != nil {
+		return "", err
+	}
+	bundle := strings.TrimSuffix(line, "\n")
+	if !filepath.IsAbs(bundle) {
+		return "", fmt.Errorf("warm shim: bundle %q is not absolute", bundle)
+	}
+	if err := os.Chdir(bundle); err != nil {
+		return "", err
+	}
+	log, err := os.OpenFile(filepath.Join(bundle, "shim.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return "", err
+	}
+	defer log.Close()
+	for _, fd := range []int{1, 2} {
+		if err := unix.Dup3(int(log.Fd()), fd, 0); err != nil {
+			return "", err
+		}
+	}
+	return bundle, nil
+}
+
+// controlFD is where a warm shim reads its bundle.
+const controlFD = 4
 
 func reportReady(f *os.File, r *shim.Response) {
 	_ = shim.WriteJSONLine(f, r)
