@@ -44,12 +44,16 @@ func (s *Store) ResetRootfs(ctx context.Context, id string) error {
 	if layer.Parent == "" {
 		return fmt.Errorf("storage: rootfs %s has no image layer below it", id)
 	}
-	var st syscall.Stat_t
-	if err := syscall.Stat(filepath.Join(home, layer.Parent, "diff"), &st); err != nil {
+	fi, err := os.Stat(filepath.Join(home, layer.Parent, "diff"))
+	if err != nil {
 		return fmt.Errorf("storage: image layer of rootfs %s: %w", id, err)
 	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fmt.Errorf("storage: image layer of rootfs %s: no owner", id)
+	}
 	dir := filepath.Join(home, layer.ID)
-	diffMode := os.FileMode(st.Mode&0o777) | modeBits(st.Mode)
+	diffMode := fi.Mode() & (os.ModePerm | os.ModeSetuid | os.ModeSetgid | os.ModeSticky)
 	if err := remake(filepath.Join(dir, "diff"), diffMode, int(st.Uid), int(st.Gid)); err != nil {
 		return fmt.Errorf("storage: emptying rootfs %s: %w", id, err)
 	}
@@ -71,19 +75,4 @@ func remake(p string, mode os.FileMode, uid, gid int) error {
 		return err
 	}
 	return os.Chmod(p, mode)
-}
-
-// modeBits keeps setuid, setgid and sticky, which os.FileMode spells apart.
-func modeBits(m uint32) os.FileMode {
-	var out os.FileMode
-	if m&syscall.S_ISUID != 0 {
-		out |= os.ModeSetuid
-	}
-	if m&syscall.S_ISGID != 0 {
-		out |= os.ModeSetgid
-	}
-	if m&syscall.S_ISVTX != 0 {
-		out |= os.ModeSticky
-	}
-	return out
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/hutch-engine/hutch/engine"
+	"github.com/hutch-engine/hutch/engine/container"
 	containertypes "github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/network"
 
@@ -41,9 +42,17 @@ func fakeUpstream(t *testing.T) string {
 // attachOn starts a container on the user network net with aliases.
 func attachOn(t *testing.T, m *Manager, name, net string, aliases ...string) netip.Addr {
 	t.Helper()
-	ctx := context.Background()
 	c := testContainer(name, &containertypes.HostConfig{NetworkMode: containertypes.NetworkMode(net)})
-	ns, err := m.Configure(ctx, c, &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{net: {Aliases: aliases}}})
+	att := configureAndAttach(t, m, c, &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{net: {Aliases: aliases}}})
+	return att.Addrs[0]
+}
+
+// configureAndAttach runs c's create-time network configuration, then
+// attaches it as a start does.
+func configureAndAttach(t *testing.T, m *Manager, c *container.Container, nc *network.NetworkingConfig) engine.NetAttachment {
+	t.Helper()
+	ctx := context.Background()
+	ns, err := m.Configure(ctx, c, nc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +61,7 @@ func attachOn(t *testing.T, m *Manager, name, net string, aliases ...string) net
 	if err != nil {
 		t.Fatal(err)
 	}
-	return att.Addrs[0]
+	return att
 }
 
 func TestEmbeddedDNS(t *testing.T) {

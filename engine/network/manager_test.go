@@ -129,15 +129,7 @@ func TestAttachDefaultBridge(t *testing.T) {
 		network.MustParsePort("53/udp"): {{}},
 	}})
 	c.Config.ExposedPorts = network.PortSet{network.MustParsePort("443"): {}}
-	ns, err := m.Configure(ctx, c, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.NetworkSettings = ns
-	att, err := m.Attach(ctx, c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	att := configureAndAttach(t, m, c, nil)
 	ep := att.Settings.Networks["bridge"]
 	if ep == nil || ep.IPAddress.String() != "172.17.0.2" || ep.Gateway.String() != "172.17.0.1" || ep.IPPrefixLen != 16 ||
 		ep.MacAddress.String() != "02:42:ac:11:00:02" || ep.EndpointID == "" || len(ep.DNSNames) != 0 {
@@ -218,15 +210,7 @@ func TestDetachShared(t *testing.T) {
 			m := newManager(t, drv)
 			ctx := context.Background()
 			c := testContainer("web", &containertypes.HostConfig{})
-			ns, err := m.Configure(ctx, c, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			c.NetworkSettings = ns
-			att, err := m.Attach(ctx, c)
-			if err != nil {
-				t.Fatal(err)
-			}
+			att := configureAndAttach(t, m, c, nil)
 			if err := m.Detach(ctx, c.ID, engine.DetachOptions{SandboxID: att.Settings.SandboxID, Shared: tc.shared}); err != nil {
 				t.Fatal(err)
 			}
