@@ -17,6 +17,7 @@ import (
 
 	"github.com/hutch-engine/hutch/engine/container"
 	"github.com/hutch-engine/hutch/engine/shim"
+	"github.com/hutch-engine/hutch/internal/atomicfile"
 )
 
 // Options wires an Engine. The daemon fills it; the engine does not look at
@@ -112,39 +113,8 @@ func loadOrCreateID(path string) (string, error) {
 	}
 	h := hex.EncodeToString(raw[:])
 	id := fmt.Sprintf("%s-%s-%s-%s-%s", h[:8], h[8:12], h[12:16], h[16:20], h[20:])
-	if err := writeFileAtomic(path, []byte(id+"\n"), 0o600, true); err != nil {
+	if err := atomicfile.Write(path, []byte(id+"\n"), 0o600, true); err != nil {
 		return "", err
 	}
 	return id, nil
-}
-
-// writeFileAtomic writes data so that readers see the old or the new file,
-// never a torn one: temp file, rename. With sync it also survives a power
-// loss (fsync before the rename). Files rewritten at every container start
-// (bundle, /etc files) need no sync.
-func writeFileAtomic(path string, data []byte, perm os.FileMode, sync bool) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(perm); err != nil {
-		f.Close()
-		return err
-	}
-	if sync {
-		if err := f.Sync(); err != nil {
-			f.Close()
-			return err
-		}
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hutch-engine/hutch/engine/container"
 	"github.com/hutch-engine/hutch/engine/spec"
+	"github.com/hutch-engine/hutch/internal/atomicfile"
 )
 
 // slirp4netns's fixed addresses in the detached network namespace, for a
@@ -99,7 +100,7 @@ func (e *Engine) writeEtcFiles(c *container.Container, att NetAttachment) (spec.
 		files.Hosts:      hosts.String(),
 		files.ResolvConf: resolv,
 	} {
-		if err := writeFileAtomic(path, []byte(data), 0o644, false); err != nil {
+		if err := atomicfile.Write(path, []byte(data), 0o644, false); err != nil {
 			return spec.EtcFiles{}, err
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/hutch-engine/hutch/engine/container"
 	"github.com/hutch-engine/hutch/engine/shim"
 	"github.com/hutch-engine/hutch/engine/spec"
+	"github.com/hutch-engine/hutch/internal/atomicfile"
 	"golang.org/x/sys/unix"
 )
 
@@ -188,7 +189,7 @@ func (e *Engine) startShim(ctx context.Context, c *container.Container) (*shim.C
 	if err != nil {
 		return nil, err
 	}
-	if err := writeFileAtomic(filepath.Join(c.Runtime.BundleDir, shim.SpecFile), b, 0o600, false); err != nil {
+	if err := atomicfile.Write(filepath.Join(c.Runtime.BundleDir, shim.SpecFile), b, 0o600, false); err != nil {
 		return nil, err
 	}
 	os.Remove(c.Runtime.ExitFile)

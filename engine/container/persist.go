@@ -2,8 +2,9 @@ package container
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
+
+	"github.com/hutch-engine/hutch/internal/atomicfile"
 )
 
 // recordFile is the record's name inside its directory <root>/<id>/.
@@ -11,7 +12,7 @@ const recordFile = "container.json"
 
 // tmpPrefix starts the names of files being written; a crash leaves them
 // behind and the next load removes them.
-const tmpPrefix = ".tmp-"
+const tmpPrefix = atomicfile.TempPrefix
 
 // trashPrefix starts the name a record directory gets while it is being
 // deleted, so that the deletion is one rename and a crash half-way through
@@ -30,46 +31,6 @@ const (
 	durable   = true
 	ephemeral = false
 )
-
-// writeFileAtomic replaces path with data atomically; with sync it is also
-// durable (fsync of the file, then of the directory after the rename).
-func writeFileAtomic(path string, data []byte, sync bool) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, tmpPrefix+filepath.Base(path)+"-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if err := f.Chmod(0o600); err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		return err
-	}
-	if sync {
-		if err := f.Sync(); err != nil {
-			return err
-		}
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	ok = true
-	if !sync {
-		return nil
-	}
-	return syncDir(dir)
-}
 
 // syncDir makes the entries of dir (creations, renames, removals) durable.
 func syncDir(dir string) error {

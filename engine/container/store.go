@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
+	"github.com/hutch-engine/hutch/internal/atomicfile"
 )
 
 // Records is what the engine needs from a container store. Every method
@@ -176,7 +177,7 @@ func (s *Store) load() error {
 		s.names[c.Name] = c.ID
 	}
 	for _, c := range renamed {
-		if err := writeFileAtomic(s.recordPath(c.ID), s.byID[c.ID].data, durable); err != nil {
+		if err := atomicfile.Write(s.recordPath(c.ID), s.byID[c.ID].data, 0o600, durable); err != nil {
 			s.log.Error("container records: saving renamed record", "id", c.ID, "err", err)
 		}
 	}
@@ -337,7 +338,7 @@ func (s *Store) writeNew(id string, data []byte) error {
 		os.RemoveAll(dir)
 		return err
 	}
-	if err := writeFileAtomic(s.recordPath(id), data, durable); err != nil {
+	if err := atomicfile.Write(s.recordPath(id), data, 0o600, durable); err != nil {
 		os.RemoveAll(dir)
 		return err
 	}

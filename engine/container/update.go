@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/containerd/errdefs"
+	"github.com/hutch-engine/hutch/internal/atomicfile"
 )
 
 // Update changes container id under its lock: fn gets a copy of the
@@ -45,7 +46,7 @@ func (s *Store) commit(e *entry, c *Container, ended bool) error {
 	if err != nil {
 		return fmt.Errorf("encoding container %s: %w", c.ID, err)
 	}
-	if err := writeFileAtomic(s.recordPath(c.ID), data, ephemeral); err != nil {
+	if err := atomicfile.Write(s.recordPath(c.ID), data, 0o600, ephemeral); err != nil {
 		return fmt.Errorf("saving container %s: %w", c.ID, err)
 	}
 	rec, err := decode(data)

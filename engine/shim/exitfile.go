@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 
 	"github.com/containerd/errdefs"
+	"github.com/hutch-engine/hutch/internal/atomicfile"
 )
 
 // WriteExit stores st at path atomically (temp file, rename), so that a
@@ -19,24 +19,10 @@ func WriteExit(path string, st ExitStatus) error {
 	if err != nil {
 		return err
 	}
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
 	// No fsync: the exit must survive the death of the engine or the shim
 	// (the page cache keeps it), not a power loss, after which reconcile
 	// marks the container's end anyway. The rename keeps it whole.
-	_, err = f.Write(b)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
+	if err := atomicfile.Write(path, b, 0o600, false); err != nil {
 		return fmt.Errorf("write exit status %s: %w", path, err)
 	}
 	return nil

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
+	"github.com/hutch-engine/hutch/internal/atomicfile"
 )
 
 // Create spawns a shim for opts and returns once the container exists with
@@ -32,7 +33,11 @@ func Create(ctx context.Context, opts StartOptions) (*Client, error) {
 		ExitFile: opts.ExitFile, Tty: opts.Tty, OpenStdin: opts.OpenStdin, StdinOnce: opts.StdinOnce,
 		Height: opts.ConsoleHeight, Width: opts.ConsoleWidth, Debug: opts.Debug,
 	}
-	if err := writeFileAtomic(filepath.Join(opts.BundleDir, ConfigFile), cfg); err != nil {
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := atomicfile.Write(filepath.Join(opts.BundleDir, ConfigFile), b, 0o600, false); err != nil {
 		return nil, err
 	}
 	for _, d := range []string{opts.StateDir, filepath.Dir(opts.SocketPath), filepath.Dir(opts.LogPath), filepath.Dir(opts.ExitFile)} {
@@ -46,7 +51,6 @@ func Create(ctx context.Context, opts StartOptions) (*Client, error) {
 	}
 	var proc *os.Process
 	var readyR *os.File
-	var err error
 	if w := takeWarm(opts.ShimBinary); w != nil && w.hand(opts.BundleDir) == nil {
 		proc, readyR = w.cmd.Process, w.ready
 	} else if proc, readyR, err = spawn(opts); err != nil {
@@ -167,18 +171,6 @@ func nested(a, b string) bool {
 		return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 	}
 	return within(a, b) || within(b, a)
-}
-
-func writeFileAtomic(path string, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }
 
 // Delete cleans up after a shim that died without recording an exit (kill
