@@ -46,9 +46,9 @@ func (e *Engine) createRootfs(ctx context.Context, id, imageID string, volatile 
 	p := &e.pool
 	p.mu.Lock()
 	var rid string
-	if n := len(p.ready[k]); n > 0 {
-		rid = p.ready[k][n-1]
-		p.ready[k] = p.ready[k][:n-1]
+	if ids := p.ready[k]; len(ids) > 0 {
+		// Oldest first: every spare takes its turn.
+		rid, p.ready[k] = ids[0], ids[1:]
 	}
 	p.touchLocked(e, k)
 	p.mu.Unlock()
