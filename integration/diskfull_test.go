@@ -4,6 +4,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -31,12 +32,12 @@ func smallFS(t *testing.T) string {
 	}
 	var st, parent syscall.Stat_t
 	var fs syscall.Statfs_t
-	errs := []error{syscall.Stat(dir, &st), syscall.Stat(filepath.Dir(dir), &parent), syscall.Statfs(dir, &fs)}
+	err := errors.Join(syscall.Stat(dir, &st), syscall.Stat(filepath.Dir(dir), &parent), syscall.Statfs(dir, &fs))
 	size := int64(fs.Blocks) * fs.Bsize
 	switch {
-	case errs[0] != nil || errs[1] != nil || errs[2] != nil:
-		t.Fatalf("the small file system for this test is missing: %v.\n"+
-			"Run `bash contrib/test/setup-root.sh` as root once (it mounts a 48 MiB tmpfs owned by the test user at %s), or set HUTCH_SMALL_FS", errs, dir)
+	case err != nil:
+		t.Fatalf("the small file system for this test is missing: %s: %v.\n"+
+			"Run `bash contrib/test/setup-root.sh` as root once (it mounts a 48 MiB tmpfs owned by the test user there), or set HUTCH_SMALL_FS", dir, err)
 	case st.Dev == parent.Dev:
 		t.Fatalf("%s is not a file system of its own.\n"+
 			"Run `bash contrib/test/setup-root.sh` as root once (it mounts a 48 MiB tmpfs owned by the test user there), or set HUTCH_SMALL_FS", dir)
