@@ -3,7 +3,9 @@ package apiserver
 import (
 	"context"
 	"net/http"
+	"strconv"
 
+	"github.com/containerd/errdefs"
 	containertypes "github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/network"
 )
@@ -40,6 +42,13 @@ func (s *Server) networkList(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) networkInspect(w http.ResponseWriter, r *http.Request) error {
+	// verbose only adds swarm services, which hutch has none of; a value
+	// that is not a boolean is still refused, as Docker does.
+	if v := r.URL.Query().Get("verbose"); v != "" {
+		if _, err := strconv.ParseBool(v); err != nil {
+			return errdefs.ErrInvalidArgument.WithMessage("invalid value for verbose: " + v)
+		}
+	}
 	n, err := s.backend.NetworkInspect(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err

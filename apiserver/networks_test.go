@@ -88,6 +88,8 @@ func TestNetworkRoutes(t *testing.T) {
 		{"GET", `/networks?filters={"label":{"a":true}}`, "", 200, `list {"label":{"a":true}}`, `"Name":"bridge"`},
 		{"GET", "/networks/n1", "", 200, "inspect n1", `"Containers":{}`},
 		{"GET", "/networks/nosuch", "", 404, "inspect nosuch", "network nosuch not found"},
+		{"GET", "/networks/n1?verbose=true", "", 200, "inspect n1", `"Containers":{}`},
+		{"GET", "/networks/n1?verbose=maybe", "", 400, "", "invalid value for verbose: maybe"},
 		{"DELETE", "/networks/n1", "", 204, "remove n1", ""},
 		{"DELETE", "/networks/bridge", "", 403, "remove bridge", "pre-defined network"},
 		{"POST", "/networks/n1/connect", `{"Container":"c1","EndpointConfig":{"Aliases":["a1"]}}`, 200, "connect n1 c1 a1", ""},

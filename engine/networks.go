@@ -274,11 +274,17 @@ func (e *Engine) networks() (Networks, error) {
 	return e.opts.Networks, nil
 }
 
-// NetworkCreate answers POST /networks/create.
+// NetworkCreate answers POST /networks/create. The names of the predefined
+// networks and "default" (which network modes read as the bridge) are
+// refused with Docker's 403, whether or not such a network exists.
 func (e *Engine) NetworkCreate(ctx context.Context, req network.CreateRequest) (network.CreateResponse, error) {
 	n, err := e.networks()
 	if err != nil {
 		return network.CreateResponse{}, err
+	}
+	switch mode := containertypes.NetworkMode(req.Name); {
+	case mode.IsBridge(), mode.IsHost(), mode.IsNone(), mode.IsDefault():
+		return network.CreateResponse{}, errdefs.ErrPermissionDenied.WithMessage(fmt.Sprintf("operation is not permitted on predefined %s network", req.Name))
 	}
 	return n.NetworkCreate(ctx, req)
 }

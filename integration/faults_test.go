@@ -5,6 +5,8 @@ package integration
 import (
 	"context"
 	"fmt"
+	"io"
+	mathrand "math/rand"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,6 +16,10 @@ import (
 	"testing"
 	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/hutch-engine/hutch/storage/testimage"
 	"github.com/moby/moby/client"
 )
@@ -34,11 +40,26 @@ func killDaemons(t *testing.T, d *daemon) {
 	waitGone(t, pids)
 }
 
-// kill -9 during a pull: after a restart no partial image is visible, and
-// the pull can be retried.
+// kill -9 during a pull, once its first layers are stored: after a
+// restart no partial image is visible, the stored layers of the unfinished
+// image are gone, and the pull can be retried.
 func TestKill9DuringPull(t *testing.T) {
 	busybox(t)
-	img, err := testimage.MultiLayer(8)
+	base, err := testimage.Busybox()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Six 8 MiB layers above busybox: the kill comes while they are
+	// still on their way.
+	var layers []v1.Layer
+	for i := range 6 {
+		l, err := random.Layer(8<<20, types.DockerLayer, random.WithSource(mathrand.NewSource(int64(i))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		layers = append(layers, l)
+	}
+	img, err := mutate.AppendLayers(base, layers...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,18 +72,25 @@ func TestKill9DuringPull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Kill once the pull is under way.
-	buf := make([]byte, 512)
-	resp.Read(buf)
+	go io.Copy(io.Discard, resp)
+	for deadline := time.Now().Add(time.Minute); !hasCompleteLayer(d); time.Sleep(2 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no layer stored within a minute of the pull\n%s", tail(d.Log(), 20))
+		}
+	}
 	killDaemons(t, d)
 	resp.Close()
 
-	d2 := startDaemonEnv(t, d.env, d.Socket)
+	d2 := restarted(t, d)
 	if out := strings.TrimSpace(mustDocker(t, d2, "images", "-q", ref)); out != "" {
 		// A pull that finished before the kill is whole: it must run.
+		t.Logf("the pull finished before the kill")
 		if _, err := d2.Docker(t, "run", "--rm", ref, "true"); err != nil {
 			t.Errorf("image %s listed after kill -9 but does not run: %v", out, err)
 		}
+	}
+	if probs := storeProblems(t, d2); len(probs) > 0 {
+		t.Errorf("after kill -9 during the pull and a restart:\n%s", strings.Join(probs, "\n"))
 	}
 	if out, err := d2.Docker(t, "pull", ref); err != nil {
 		t.Fatalf("retrying the pull: %v\n%s\n%s", err, out, tail(d2.Log(), 20))

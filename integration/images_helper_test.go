@@ -4,9 +4,14 @@ package integration
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/hutch-engine/hutch/storage/testimage"
 )
 
@@ -61,4 +66,39 @@ func pulled(t *testing.T, args ...string) (*daemon, string) {
 		t.Fatalf("docker pull %s: %v\n%s\n--- daemon log ---\n%s", ref, err, out, d.Log())
 	}
 	return d, ref
+}
+
+// bigImage is Busybox plus one layer of 4 MiB files holding size bytes in
+// all under /data/big: random bytes (the blob is as big as its content),
+// or a repeated line (the blob is a small fraction of what it extracts
+// to). The content depends only on size and random.
+func bigImage(t *testing.T, size int64, random bool) v1.Image {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "big")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const fileSize = 4 << 20
+	rng := rand.NewChaCha8([32]byte{'h', 'u', 't', 'c', 'h'})
+	line := []byte("hutch fills the disk with this line, again and again.\n")
+	buf := make([]byte, fileSize)
+	for i := 0; int64(i)*fileSize < size; i++ {
+		n := min(size-int64(i)*fileSize, fileSize)
+		if random {
+			rng.Read(buf[:n])
+		} else {
+			for j := range buf[:n] {
+				buf[j] = line[j%len(line)]
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%03d", i)), buf[:n], 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	img, cleanup, err := testimage.Large(dir, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cleanup)
+	return img
 }

@@ -20,6 +20,10 @@ type registry struct {
 	Addr     string // 127.0.0.1:port
 	User     string // "" without auth
 	Password string
+
+	bin, cfgPath string
+	cmd          *exec.Cmd
+	log          *syncBuffer
 }
 
 // startRegistry runs a real docker-registry on a free loopback port, with
@@ -50,27 +54,52 @@ func startRegistry(t testing.TB, user, password string) *registry {
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "serve", cfgPath)
-	log := &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
+	r.bin, r.cfgPath = bin, cfgPath
+	t.Cleanup(r.Kill)
+	r.start(t)
+	return r
+}
+
+// start runs the registry process and waits until it answers.
+func (r *registry) start(t testing.TB) {
+	t.Helper()
+	r.cmd = exec.Command(r.bin, "serve", r.cfgPath)
+	r.log = &syncBuffer{}
+	r.cmd.Stdout, r.cmd.Stderr = r.log, r.log
+	if err := r.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		resp, err := http.Get("http://" + r.Addr + "/v2/")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusUnauthorized {
-				return r
+				return
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("docker-registry did not come up on %s: %v\n%s", r.Addr, err, log.String())
+			t.Fatalf("docker-registry did not come up on %s: %v\n%s", r.Addr, err, r.log.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// Kill stops the registry with SIGKILL, as a registry dying, and waits
+// for it to be gone.
+func (r *registry) Kill() {
+	if r.cmd != nil && r.cmd.ProcessState == nil {
+		r.cmd.Process.Kill()
+		r.cmd.Wait()
+	}
+}
+
+// Restart starts a killed registry again on the same address, with the
+// same storage.
+func (r *registry) Restart(t testing.TB) {
+	t.Helper()
+	r.Kill()
+	r.start(t)
 }
 
 func freeLoopbackAddr(t testing.TB) string {

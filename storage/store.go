@@ -110,6 +110,12 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("storage: %w", err)
 		}
 	}
+	// Layers of operations a crash interrupted.
+	if n, err := sweepOrphanLayers(cs); err != nil {
+		log.Warn("storage: cannot remove the layers of interrupted operations", "removed", n, "err", err)
+	} else if n > 0 {
+		log.Info("storage: removed the layers of interrupted operations", "count", n)
+	}
 	raw, err := cs.Status()
 	if err != nil {
 		log.Warn("storage: driver status", "err", err)

@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # `make test`: unit tests, then the integration tests against the real daemon
 # run as an unprivileged user. As root, the machine is prepared first and the
-# tests run as the test user; as an ordinary user, they run as that user.
+# tests run as the test user; as an ordinary user, they run as that user, on
+# a machine root prepared once with `HUTCH_TEST_USER=<user> bash
+# contrib/test/setup-root.sh`: the Debian packages, subuid/subgid ranges,
+# /dev/net/tun, and the small file system the full-disk test fills
+# (/var/tmp/hutch-small, or $HUTCH_SMALL_FS). A test whose requirement is
+# missing fails and says what to run; none is skipped.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH=/usr/local/go/bin:$PATH
@@ -29,7 +34,8 @@ chmod -R a+rX "$out"
 as_user() {
 	if [ "$(id -u)" = 0 ]; then
 		runuser -u "$TEST_USER" -- env -i HOME="$(getent passwd "$TEST_USER" | cut -d: -f6)" \
-			USER="$TEST_USER" PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin TMPDIR=/tmp "$@"
+			USER="$TEST_USER" PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin TMPDIR=/tmp \
+			HUTCH_SMALL_FS="${HUTCH_SMALL_FS:-}" "$@"
 	else
 		"$@"
 	fi

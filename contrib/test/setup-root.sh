@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Prepares a fresh Debian machine for hutch's tests (run as root): the Debian
 # packages the tests use, an unprivileged test user with subuid/subgid
-# ranges, and a /dev/net/tun that user may open (for slirp4netns).
+# ranges, a /dev/net/tun that user may open (for slirp4netns), and a small
+# file system the user owns (for the full-disk test).
 set -euo pipefail
 TEST_USER=${HUTCH_TEST_USER:-hutchtest}
 PKGS=(uidmap slirp4netns fuse-overlayfs busybox-static docker-registry iproute2 runc curl util-linux apache2-utils tmux)
@@ -28,4 +29,16 @@ for f in /etc/subuid /etc/subgid; do
 done
 chmod 666 /dev/net/tun
 [ -e /dev/fuse ] && chmod 666 /dev/fuse || true
-echo "setup: user $TEST_USER (uid $uid), $(grep "^$TEST_USER:" /etc/subuid)"
+# A small file system of the test user's own, for the full-disk test
+# (TestFullDiskDuringPull uses a data dir on it): a 48 MiB tmpfs, which
+# kernel overlayfs accepts as upper layer inside a user namespace (user
+# xattrs on tmpfs: Linux >= 6.6). Mounted again after a reboot by the
+# next run of this script.
+SMALL_FS=${HUTCH_SMALL_FS:-/var/tmp/hutch-small}
+mkdir -p "$SMALL_FS"
+if ! mountpoint -q "$SMALL_FS"; then
+	mount -t tmpfs -o size=48m,mode=0700,uid="$uid",gid="$(id -g "$TEST_USER")" hutch-small "$SMALL_FS"
+fi
+chown "$uid:$(id -g "$TEST_USER")" "$SMALL_FS"
+chmod 0700 "$SMALL_FS"
+echo "setup: user $TEST_USER (uid $uid), $(grep "^$TEST_USER:" /etc/subuid), small file system $SMALL_FS ($(findmnt -no FSTYPE,SIZE "$SMALL_FS" | tr -s ' '))"
