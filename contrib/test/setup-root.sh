@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Prepares a fresh Debian machine for hutch's tests (run as root): the Debian
 # packages the tests use, an unprivileged test user with subuid/subgid
-# ranges, and a /dev/net/tun that user may open (for slirp4netns).
+# ranges, a /dev/net/tun that user may open (for slirp4netns), and a
+# non-loopback address on lo for the source-address test.
 set -euo pipefail
 TEST_USER=${HUTCH_TEST_USER:-hutchtest}
-PKGS=(uidmap slirp4netns fuse-overlayfs busybox-static docker-registry iproute2 runc curl util-linux apache2-utils tmux)
+PKGS=(uidmap slirp4netns fuse-overlayfs busybox-static docker-registry iproute2 runc curl util-linux apache2-utils tmux nftables iperf3)
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -15,8 +16,10 @@ if [ ${#missing[@]} -gt 0 ]; then
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-# The Debian registry package starts a system service we do not use.
+# The Debian registry and iperf3 packages may start system services we do
+# not use.
 systemctl disable --now docker-registry >/dev/null 2>&1 || true
+systemctl disable --now iperf3 >/dev/null 2>&1 || true
 
 if ! id "$TEST_USER" >/dev/null 2>&1; then
 	useradd --create-home --shell /bin/bash "$TEST_USER"
@@ -27,5 +30,10 @@ for f in /etc/subuid /etc/subgid; do
 	grep -q "^$TEST_USER:" "$f" || echo "$TEST_USER:$((100000 + (uid % 1000) * 65536)):65536" >>"$f"
 done
 chmod 666 /dev/net/tun
+# Published ports keep a non-loopback client's address: the test connects
+# from and to this address (TEST-NET-2, RFC 5737), which lives on lo so that
+# its traffic never leaves the machine (no dummy interfaces on every kernel).
+SOURCE_ADDR=198.51.100.1
+ip -4 -o addr show dev lo | grep -q "inet $SOURCE_ADDR/" || ip addr add "$SOURCE_ADDR/32" dev lo
 [ -e /dev/fuse ] && chmod 666 /dev/fuse || true
 echo "setup: user $TEST_USER (uid $uid), $(grep "^$TEST_USER:" /etc/subuid)"
