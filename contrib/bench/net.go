@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,29 +19,48 @@ import (
 )
 
 // iperfSeconds is the length of each iperf3 run: short, the figure is a
-// rate and settles within a second or two.
-const iperfSeconds = 3
+// rate and settles within a second or two. netRounds rounds alternate the
+// measures, so that load on the machine falls on all alike; each figure is
+// the median of its rounds.
+const (
+	iperfSeconds = 3
+	netRounds    = 3
+)
 
 // Net is the throughput figure: iperf3 (Debian's, also in the container)
-// between the host's loopback and a container. Gbit/s, as iperf3's
-// receiver counted it.
+// between the host's loopback and a container, in Gbit/s as iperf3's
+// receiver counted them.
 type Net struct {
 	Seconds int `json:"seconds"`
 	// Loopback is the baseline: server and client on the host's 127.0.0.1.
-	Loopback float64 `json:"loopback_gbps"`
+	Loopback Rate `json:"loopback"`
 	// Published: the server in a container behind -p 127.0.0.1:PORT:5201,
 	// the client on the host sending; PublishedReverse: the same with -R
 	// (the container sends).
-	Published        float64 `json:"published_gbps"`
-	PublishedReverse float64 `json:"published_reverse_gbps"`
-	// Outbound: the client in a container sending to a server on the
+	Published        Rate `json:"published"`
+	PublishedReverse Rate `json:"published_reverse"`
+	// Outbound: the client in a container sending to the server on the
 	// host's loopback, reached via host-gateway (slirp4netns).
-	Outbound      float64 `json:"outbound_gbps"`
-	OutboundError string  `json:"outbound_error,omitempty"`
+	Outbound      Rate   `json:"outbound"`
+	OutboundError string `json:"outbound_error,omitempty"`
 
 	PublishedRatio float64 `json:"published_over_loopback"`
 	ReverseRatio   float64 `json:"published_reverse_over_loopback"`
 	OutboundRatio  float64 `json:"outbound_over_loopback"`
+}
+
+// Rate is one throughput measure: its runs and their median, Gbit/s.
+type Rate struct {
+	Runs   []float64 `json:"runs_gbps"`
+	Median float64   `json:"median_gbps"`
+}
+
+func (r *Rate) summarize() {
+	if len(r.Runs) > 0 {
+		s := slices.Clone(r.Runs)
+		slices.Sort(s)
+		r.Median = quantile(s, 0.5)
+	}
 }
 
 // benchNet builds an image of the host's iperf3 (binary, its libraries and
@@ -75,65 +95,72 @@ func benchNet(ctx context.Context, e *env, res *Results) error {
 	n := &res.Net
 	n.Seconds = iperfSeconds
 
-	// The baseline.
-	port, err := freeLoopbackPort()
+	// One server on the host's loopback serves the baseline and the
+	// outbound runs; one in a container serves the published port.
+	hostPort, err := freeLoopbackPort()
 	if err != nil {
 		return err
 	}
-	stop, err := hostIperfServer(ctx, iperf, port)
+	stop, err := hostIperfServer(ctx, iperf, hostPort)
 	if err != nil {
 		return err
 	}
-	n.Loopback, err = iperfClient(ctx, iperf, port)
-	stop()
+	defer stop()
+	pubPort, err := freeLoopbackPort()
 	if err != nil {
-		return fmt.Errorf("loopback: %w", err)
-	}
-	progress("   loopback %.2f Gbit/s", n.Loopback)
-
-	// A published port, both ways.
-	if port, err = freeLoopbackPort(); err != nil {
 		return err
 	}
-	out, err := docker("run", "-d", "-p", fmt.Sprintf("127.0.0.1:%d:5201", port), ref, iperf, "-s")
+	out, err := docker("run", "-d", "-p", fmt.Sprintf("127.0.0.1:%d:5201", pubPort), ref, iperf, "-s")
 	if err != nil {
 		return fmt.Errorf("starting the iperf3 server container: %w: %s (daemon log %s)", err, out, d.logPath)
 	}
 	id := strings.TrimSpace(string(out))
-	n.Published, err = iperfClient(ctx, iperf, port)
-	if err == nil {
-		progress("   published port %.2f Gbit/s", n.Published)
-		n.PublishedReverse, err = iperfClient(ctx, iperf, port, "-R")
-		progress("   published port, reverse %.2f Gbit/s", n.PublishedReverse)
-	}
-	if out, rerr := docker("rm", "-f", id); rerr != nil && err == nil {
-		err = fmt.Errorf("removing the iperf3 container: %w: %s", rerr, out)
-	}
-	if err != nil {
-		return fmt.Errorf("published port: %w (daemon log %s)", err, d.logPath)
-	}
+	defer func() {
+		if out, err := docker("rm", "-f", id); err != nil {
+			progress("   removing the iperf3 container: %v: %s", err, out)
+		}
+	}()
 
-	// Outbound, to a server on the host's loopback through host-gateway.
-	if port, err = freeLoopbackPort(); err != nil {
-		return err
-	}
-	if stop, err = hostIperfServer(ctx, iperf, port); err != nil {
-		return err
-	}
-	defer stop()
-	out, err = docker("run", "--rm", "--add-host", "host.docker.internal:host-gateway", ref,
-		iperf, "-c", "host.docker.internal", "-p", strconv.Itoa(port), "-t", strconv.Itoa(iperfSeconds), "-J")
-	if err == nil {
-		n.Outbound, err = iperfRate(out)
-	}
-	if err != nil {
-		// Not fatal: the figure says why it is missing.
-		n.OutboundError = fmt.Sprintf("%v: %s", err, firstLines(out, 3))
-		progress("   outbound failed: %s", n.OutboundError)
-	} else {
-		progress("   outbound %.2f Gbit/s", n.Outbound)
+	for round := range netRounds {
+		r, err := iperfClient(ctx, iperf, hostPort)
+		if err != nil {
+			return fmt.Errorf("loopback: %w", err)
+		}
+		n.Loopback.Runs = append(n.Loopback.Runs, r)
+		if r, err = iperfClient(ctx, iperf, pubPort); err != nil {
+			return fmt.Errorf("published port: %w (daemon log %s)", err, d.logPath)
+		}
+		n.Published.Runs = append(n.Published.Runs, r)
+		if r, err = iperfClient(ctx, iperf, pubPort, "-R"); err != nil {
+			return fmt.Errorf("published port, reverse: %w (daemon log %s)", err, d.logPath)
+		}
+		n.PublishedReverse.Runs = append(n.PublishedReverse.Runs, r)
+		if n.OutboundError == "" {
+			out, err := docker("run", "--rm", "--add-host", "host.docker.internal:host-gateway", ref,
+				iperf, "-c", "host.docker.internal", "-p", strconv.Itoa(hostPort), "-t", strconv.Itoa(iperfSeconds), "-J")
+			if err == nil {
+				r, err = iperfRate(out)
+			}
+			if err != nil {
+				// Not fatal: the figure says why it is missing.
+				n.OutboundError = fmt.Sprintf("%v: %s", err, firstLines(out, 3))
+				progress("   outbound failed: %s", n.OutboundError)
+			} else {
+				n.Outbound.Runs = append(n.Outbound.Runs, r)
+			}
+		}
+		progress("   round %d: loopback %.2f, published %.2f, reverse %.2f, outbound %s Gbit/s", round+1,
+			n.Loopback.Runs[round], n.Published.Runs[round], n.PublishedReverse.Runs[round], last(n.Outbound.Runs, round))
 	}
 	return nil
+}
+
+// last formats runs[i], or "-" when that run failed.
+func last(runs []float64, i int) string {
+	if i < len(runs) {
+		return fmt.Sprintf("%.2f", runs[i])
+	}
+	return "-"
 }
 
 // hostIperfServer starts an iperf3 server on 127.0.0.1:port and returns
