@@ -115,7 +115,7 @@ func networkDrivers(o ParentOptions) (network.ParentDriver, port.ParentDriver, e
 	if err != nil {
 		return nil, nil, fmt.Errorf("slirp4netns: %w", err)
 	}
-	pd, err := builtin.NewParentDriver(debugWriter{o.Logger.With("component", "port")}, o.StateDir, false, "auto")
+	pd, err := builtin.NewParentDriver(debugWriter{o.Logger.With("component", "port")}, o.StateDir, true, "auto")
 	if err != nil {
 		return nil, nil, fmt.Errorf("port driver: %w", err)
 	}

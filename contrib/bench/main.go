@@ -69,7 +69,7 @@ func main() {
 	flag.IntVar(&c.containers, "containers", 100, "containers of the concurrency run")
 	flag.IntVar(&c.clients, "clients", 10, "concurrent clients of the concurrency run")
 	flag.StringVar(&replot, "replot", "", "only redraw the table and the plot of this latest.json into -results")
-	flag.StringVar(&only, "only", "", "comma-separated subset: seed,docker,pull,load,memory,cold (default all)")
+	flag.StringVar(&only, "only", "", "comma-separated subset: seed,docker,pull,load,net,memory,cold (default all)")
 	flag.Parse()
 	c.sleepers = []int{10, 100}
 	c.only = parseOnly(only)
@@ -130,6 +130,7 @@ func run(ctx context.Context, c config) error {
 		{"docker", benchDockerRun},
 		{"load", benchLoad},
 		{"pull", benchPull},
+		{"net", benchNet},
 		{"memory", benchMemory},
 		{"cold", benchColdStart},
 	}

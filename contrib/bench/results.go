@@ -35,6 +35,7 @@ type Results struct {
 	Pull      Pull   `json:"pull"`
 	Load      Load   `json:"concurrency"`
 	Memory    Memory `json:"memory"`
+	Net       Net    `json:"throughput"`
 	ColdStart Dist   `json:"cold_start"`
 	Stop      Dist   `json:"stop"`
 
@@ -69,6 +70,12 @@ func (r *Results) derive() {
 	r.SeedRatio = ratio(r.Seed.Median, r.Runc.Median)
 	r.Pull.Ratio = ratio(r.Pull.Hutch.Median, r.Pull.Baseline.Median)
 	r.Load.P99Ratio = ratio(r.Load.Latency.P99, r.Load.Single.Median)
+	for _, rt := range []*Rate{&r.Net.Loopback, &r.Net.Published, &r.Net.PublishedReverse, &r.Net.Outbound} {
+		rt.summarize()
+	}
+	r.Net.PublishedRatio = ratio(r.Net.Published.Median, r.Net.Loopback.Median)
+	r.Net.ReverseRatio = ratio(r.Net.PublishedReverse.Median, r.Net.Loopback.Median)
+	r.Net.OutboundRatio = ratio(r.Net.Outbound.Median, r.Net.Loopback.Median)
 
 	r.Targets = nil
 	add := func(measured bool, what, value, target string, met bool) {
@@ -84,6 +91,8 @@ func (r *Results) derive() {
 		fmt.Sprintf("%.1f ms", r.DockerRun.Median), "≤ 60 ms", r.DockerRun.Median <= 60)
 	add(r.Pull.Hutch.N > 0, "pull of the large image vs gzip -dc | tar -x",
 		fmt.Sprintf("%.2f×", r.Pull.Ratio), "≤ 1.1×", r.Pull.Ratio <= 1.1)
+	add(r.Net.Published.Median > 0, "published port throughput vs loopback (median)",
+		fmt.Sprintf("%.0f%%", 100*r.Net.PublishedRatio), "≥ 50%", r.Net.PublishedRatio >= 0.5)
 	add(r.Memory.Idle.TreeRSS > 0, "idle daemon tree RSS",
 		fmt.Sprintf("%.1f MiB", mib(r.Memory.Idle.TreeRSS)), "≤ 40 MiB", mib(r.Memory.Idle.TreeRSS) <= 40)
 	if n := len(r.Memory.PerCtr); n > 0 {
@@ -142,6 +151,16 @@ func (r *Results) printTable(w io.Writer) {
 	if l := r.Load; l.Containers > 0 {
 		fmt.Fprintf(w, "concurrency: %d containers by %d clients in %.2f s, %.1f containers/s, %d failed\n",
 			l.Containers, l.Clients, l.WallMs/1000, l.PerSecond, l.Failures)
+	}
+	if n := r.Net; n.Loopback.Median > 0 {
+		fmt.Fprintf(w, "throughput (iperf3, median of %d × %d s, Gbit/s): loopback %.2f; published port %.2f (%.0f%%), reverse %.2f (%.0f%%); ",
+			len(n.Loopback.Runs), n.Seconds, n.Loopback.Median, n.Published.Median, 100*n.PublishedRatio,
+			n.PublishedReverse.Median, 100*n.ReverseRatio)
+		if n.OutboundError != "" {
+			fmt.Fprintf(w, "outbound failed: %s\n", n.OutboundError)
+		} else {
+			fmt.Fprintf(w, "outbound via host-gateway %.2f (%.0f%%)\n", n.Outbound.Median, 100*n.OutboundRatio)
+		}
 	}
 	if m := r.Memory; m.Idle.TreeRSS > 0 {
 		fmt.Fprintf(w, "memory (MiB, RSS/PSS): idle tree %.1f/%.1f", mib(m.Idle.TreeRSS), mib(m.Idle.TreePSS))

@@ -46,5 +46,9 @@ else
 fi
 
 mkdir -p bench/results
-cp "$out/results/latest.json" "$out/results/latency.png" bench/results/
-echo "== results in bench/results/latest.json and bench/results/latency.png"
+cp "$out/results/latest.json" bench/results/
+# A run with -only and no latency figure (e.g. -only net) draws no plot.
+if [ -e "$out/results/latency.png" ]; then
+	cp "$out/results/latency.png" bench/results/
+fi
+echo "== results in bench/results/ (latest.json, latency.png)"

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Prepares a fresh Debian machine for hutch's tests (run as root): the Debian
 # packages the tests use, an unprivileged test user with subuid/subgid
-# ranges, a /dev/net/tun that user may open (for slirp4netns), and a small
-# file system the user owns (for the full-disk test).
+# ranges, a /dev/net/tun that user may open (for slirp4netns), a small file
+# system the user owns (for the full-disk test), and a non-loopback address
+# on lo (for the source-address test).
 set -euo pipefail
 TEST_USER=${HUTCH_TEST_USER:-hutchtest}
-PKGS=(uidmap slirp4netns fuse-overlayfs busybox-static docker-registry iproute2 runc curl util-linux apache2-utils tmux)
+PKGS=(uidmap slirp4netns fuse-overlayfs busybox-static docker-registry iproute2 runc curl util-linux apache2-utils tmux nftables iperf3)
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -16,8 +17,10 @@ if [ ${#missing[@]} -gt 0 ]; then
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-# The Debian registry package starts a system service we do not use.
+# The Debian registry and iperf3 packages may start system services we do
+# not use.
 systemctl disable --now docker-registry >/dev/null 2>&1 || true
+systemctl disable --now iperf3 >/dev/null 2>&1 || true
 
 if ! id "$TEST_USER" >/dev/null 2>&1; then
 	useradd --create-home --shell /bin/bash "$TEST_USER"
@@ -28,6 +31,11 @@ for f in /etc/subuid /etc/subgid; do
 	grep -q "^$TEST_USER:" "$f" || echo "$TEST_USER:$((100000 + (uid % 1000) * 65536)):65536" >>"$f"
 done
 chmod 666 /dev/net/tun
+# Published ports keep a non-loopback client's address: the test connects
+# from and to this address (TEST-NET-2, RFC 5737), which lives on lo so that
+# its traffic never leaves the machine (no dummy interfaces on every kernel).
+SOURCE_ADDR=198.51.100.1
+ip -4 -o addr show dev lo | grep -q "inet $SOURCE_ADDR/" || ip addr add "$SOURCE_ADDR/32" dev lo
 [ -e /dev/fuse ] && chmod 666 /dev/fuse || true
 # A small file system of the test user's own, for the full-disk test
 # (TestFullDiskDuringPull uses a data dir on it): a 48 MiB tmpfs, which

@@ -132,20 +132,28 @@ func (f *fakeDriver) Unpublish(_ context.Context, fw Forward) error {
 	return nil
 }
 
+// ListenDNS listens on a random loopback port, udp and tcp alike. The
+// kernel picks the udp port; the tcp one of the same number may be taken
+// by another process on the machine, and then another port is tried.
 func (f *fakeDriver) ListenDNS(_ context.Context, addr netip.Addr) (net.PacketConn, net.Listener, error) {
-	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
-	if err != nil {
-		return nil, nil, err
+	var last error
+	for range 20 {
+		pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+		if err != nil {
+			return nil, nil, err
+		}
+		l, err := net.Listen("tcp4", pc.LocalAddr().String())
+		if err != nil {
+			pc.Close()
+			last = err
+			continue
+		}
+		f.mu.Lock()
+		f.dns[addr] = pc.LocalAddr().String()
+		f.mu.Unlock()
+		return pc, l, nil
 	}
-	l, err := net.Listen("tcp4", pc.LocalAddr().String())
-	if err != nil {
-		pc.Close()
-		return nil, nil, err
-	}
-	f.mu.Lock()
-	f.dns[addr] = pc.LocalAddr().String()
-	f.mu.Unlock()
-	return pc, l, nil
+	return nil, nil, last
 }
 
 func (f *fakeDriver) DialUpstream(ctx context.Context, network string) (net.Conn, error) {

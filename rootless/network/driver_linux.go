@@ -48,6 +48,7 @@ type Driver struct {
 	ipv6   bool            // the host has IPv6: listeners on all addresses take both
 	mu     sync.Mutex      // serialises port probing and publishing
 	uplink netip.Prefix
+	stop   chan struct{} // closed by Close
 }
 
 // New enters the detached namespace (on a thread of its own), turns on
@@ -68,7 +69,7 @@ func New(ctx context.Context, o Options) (*Driver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("entering the detached network namespace %s: %w", o.DetachedNetNS, err)
 	}
-	d := &Driver{o: o, log: o.Logger, ns: t}
+	d := &Driver{o: o, log: o.Logger, ns: t, stop: make(chan struct{})}
 	err = t.do(func() error {
 		h, err := netlink.NewHandle()
 		if err != nil {
@@ -98,6 +99,7 @@ func New(ctx context.Context, o Options) (*Driver, error) {
 			return nil, fmt.Errorf("rootlesskit API %s: %w", o.PortAPI, err)
 		}
 		d.ports = c
+		go d.reportSourceAddress(context.WithoutCancel(ctx))
 	}
 	if l, err := net.Listen("tcp6", "[::1]:0"); err == nil {
 		l.Close()
@@ -116,6 +118,7 @@ func (d *Driver) Warning() string {
 
 // Close leaves the detached namespace. Bridges and veths die with it.
 func (d *Driver) Close() error {
+	close(d.stop)
 	if d.ports != nil {
 		d.ports.Close()
 	}

@@ -17,6 +17,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -56,6 +57,87 @@ func Busybox() (v1.Image, error) {
 		return nil, err
 	}
 	return build([]v1.Layer{layer}, []string{"sh"})
+}
+
+// HostBinary returns Busybox plus one layer holding the host's dynamically
+// linked program bin, the shared libraries ldd finds for it and its loader,
+// each at its host path, and a config running bin (the benchmark's iperf3
+// image). LD_LIBRARY_PATH names the libraries' directories: the image has no
+// ld.so.cache.
+func HostBinary(bin string) (v1.Image, error) {
+	base, err := busyboxLayer()
+	if err != nil {
+		return nil, err
+	}
+	paths, err := sharedLibs(bin)
+	if err != nil {
+		return nil, err
+	}
+	var files []file
+	dirs := map[string]bool{}
+	var libDirs []string
+	for i, p := range append([]string{bin}, paths...) {
+		body, err := os.ReadFile(p) // through symlinks: the image gets the file
+		if err != nil {
+			return nil, fmt.Errorf("testimage: %w", err)
+		}
+		rel := strings.TrimPrefix(path.Clean(p), "/")
+		var parents []string
+		for d := path.Dir(rel); d != "."; d = path.Dir(d) {
+			parents = append([]string{d}, parents...)
+		}
+		for _, d := range parents {
+			if !dirs[d] {
+				dirs[d] = true
+				files = append(files, file{name: d + "/", mode: 0o755, dir: true})
+			}
+		}
+		if i > 0 && !slices.Contains(libDirs, path.Dir(p)) {
+			libDirs = append(libDirs, path.Dir(p))
+		}
+		files = append(files, file{name: rel, mode: 0o755, body: body})
+	}
+	layer, err := memLayer(files)
+	if err != nil {
+		return nil, err
+	}
+	img, err := build([]v1.Layer{base, layer}, []string{bin})
+	if err != nil {
+		return nil, err
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cf = cf.DeepCopy()
+	cf.Config.Env = append(cf.Config.Env, "LD_LIBRARY_PATH="+strings.Join(libDirs, ":"))
+	return mutate.ConfigFile(img, cf)
+}
+
+// sharedLibs lists the files ldd names for bin: its libraries and its
+// loader (the vDSO has no file). A static bin has none.
+func sharedLibs(bin string) ([]string, error) {
+	out, err := exec.Command("ldd", bin).CombinedOutput()
+	if err != nil {
+		if strings.Contains(string(out), "not a dynamic executable") {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("testimage: ldd %s: %w: %s", bin, err, out)
+	}
+	var paths []string
+	for _, line := range strings.Split(string(out), "\n") {
+		line = strings.TrimSpace(line)
+		if strings.Contains(line, "not found") {
+			return nil, fmt.Errorf("testimage: ldd %s: %s", bin, line)
+		}
+		if _, target, ok := strings.Cut(line, "=> "); ok {
+			line = target
+		}
+		if p, _, _ := strings.Cut(line, " "); strings.HasPrefix(p, "/") && !slices.Contains(paths, p) {
+			paths = append(paths, p)
+		}
+	}
+	return paths, nil
 }
 
 // MultiLayer returns Busybox plus n small layers: layer i adds
