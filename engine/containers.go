@@ -201,7 +201,14 @@ func (e *Engine) ContainerInspect(ctx context.Context, ref string) (containertyp
 	if err != nil {
 		return containertypes.InspectResponse{}, err
 	}
-	return c.Inspect(), nil
+	resp := c.Inspect()
+	if c.Runtime.RootfsID != "" && resp.GraphDriver != nil {
+		// As Docker: the layer's directories (LowerDir, UpperDir…).
+		if data, err := e.images.RootfsDriverData(ctx, c.Runtime.RootfsID); err == nil {
+			resp.GraphDriver.Data = data
+		}
+	}
+	return resp, nil
 }
 
 // ListRequest is GET /containers/json.

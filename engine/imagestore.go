@@ -37,6 +37,9 @@ type ImageStore interface {
 	// container of its image; errdefs.ErrNotImplemented where the driver
 	// cannot. After an error the layer is only fit for RemoveRootfs.
 	ResetRootfs(ctx context.Context, rootfsID string) error
+	// RootfsDriverData describes a writable layer as Docker's inspect
+	// does in GraphDriver.Data (LowerDir, MergedDir, UpperDir, WorkDir).
+	RootfsDriverData(ctx context.Context, rootfsID string) (map[string]string, error)
 	// Rootfses lists the IDs of every writable layer.
 	Rootfses(ctx context.Context) ([]string, error)
 	// PullImage pulls fromImage:tag (the API's two parameters) from its

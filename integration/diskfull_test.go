@@ -152,7 +152,7 @@ func TestFullDiskDuringPull(t *testing.T) {
 			if got := storeLayers(t, d); !slices.Equal(got, layers) {
 				t.Errorf("layers after the failed pull: %q, want %q", got, layers)
 			}
-			if probs := storeProblems(t, d); len(probs) > 0 {
+			if probs := settledStoreProblems(t, d); len(probs) > 0 {
 				t.Errorf("after the failed pull:\n%s", strings.Join(probs, "\n"))
 			}
 			// The space is given back (but for a record file that grew).

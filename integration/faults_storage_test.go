@@ -120,6 +120,17 @@ func storeProblems(t *testing.T, d *daemon) []string {
 	return out
 }
 
+// settledStoreProblems is storeProblems once the background deletion of
+// layers (of removed containers, or found at a restart) has had up to 10 s.
+func settledStoreProblems(t *testing.T, d *daemon) []string {
+	t.Helper()
+	probs := storeProblems(t, d)
+	for deadline := time.Now().Add(10 * time.Second); len(probs) > 0 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		probs = storeProblems(t, d)
+	}
+	return probs
+}
+
 // dataMounts lists the engine's mounts below the daemon's data and state
 // directories (layer and rootfs mounts).
 func dataMounts(t *testing.T, d *daemon) []string {
@@ -223,7 +234,7 @@ func TestKill9DuringCommit(t *testing.T) {
 		if got := must(t, d, "images", "--format", "{{.Repository}}:{{.Tag}}"); got != ref {
 			t.Errorf("%s: images after kill -9 and restart: %q, want only %s", p.name, got, ref)
 		}
-		if probs := storeProblems(t, d); len(probs) > 0 {
+		if probs := settledStoreProblems(t, d); len(probs) > 0 {
 			t.Errorf("%s: after kill -9 and restart:\n%s", p.name, strings.Join(probs, "\n"))
 		}
 		if got := dataMounts(t, d); !slices.Equal(got, mounts) {
@@ -239,7 +250,7 @@ func TestKill9DuringCommit(t *testing.T) {
 		}
 		must(t, d, "rmi", tag)
 	}
-	if probs := storeProblems(t, d); len(probs) > 0 {
+	if probs := settledStoreProblems(t, d); len(probs) > 0 {
 		t.Errorf("at the end:\n%s", strings.Join(probs, "\n"))
 	}
 }
@@ -267,25 +278,15 @@ func hasCompleteLayer(d *daemon) bool {
 	return false
 }
 
-// rootfsLayer is the storage layer of a container's rootfs (the
-// containers/storage container named by the container's ID).
+// rootfsLayer returns the storage layer of container id's rootfs, from
+// its inspect (GraphDriver.Data.UpperDir is <graphroot>/overlay/<layer>/diff).
 func rootfsLayer(t *testing.T, d *daemon, id string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(d.Data, "hutch", "storage", "overlay-containers", "containers.json"))
-	if err != nil {
-		t.Fatal(err)
+	upper := must(t, d, "inspect", "--format", "{{.GraphDriver.Data.UpperDir}}", id)
+	if filepath.Base(upper) != "diff" {
+		t.Fatalf("container %s: UpperDir %q", id, upper)
 	}
-	var cs []struct{ ID, Layer string }
-	if err := json.Unmarshal(b, &cs); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range cs {
-		if c.ID == id {
-			return c.Layer
-		}
-	}
-	t.Fatalf("no rootfs for container %s", id)
-	return ""
+	return filepath.Base(filepath.Dir(upper))
 }
 
 // kill -9 in the middle of docker rm: of a running container once its
@@ -303,15 +304,20 @@ func TestKill9DuringRemove(t *testing.T) {
 	points := []struct {
 		name    string
 		running bool
-		reached func(id string) bool
+		reached func(id, layer string) bool
 	}{
-		{"removal of a running container recorded", true, func(id string) bool {
+		{"removal of a running container recorded", true, func(id, _ string) bool {
 			b, _ := os.ReadFile(filepath.Join(d.Data, "hutch", "containers", id, "container.json"))
 			return bytes.Contains(b, []byte(`"Removing":true`))
 		}},
-		{"deleting the layer", false, func(string) bool {
-			m, _ := filepath.Glob(filepath.Join(graph, "overlay", "tempdirs", "*"))
-			return len(m) > 0
+		// The record goes first; the layer is emptied (or deleted) after,
+		// in the background.
+		{"emptying the layer after the record went", false, func(id, layer string) bool {
+			if _, err := os.Stat(filepath.Join(d.Data, "hutch", "containers", id)); !os.IsNotExist(err) {
+				return false
+			}
+			ents, _ := os.ReadDir(filepath.Join(graph, "overlay", layer, "diff"))
+			return len(ents) > 0
 		}},
 	}
 	for _, p := range points {
@@ -326,7 +332,7 @@ func TestKill9DuringRemove(t *testing.T) {
 				id = must(t, d, "inspect", "--format", "{{.Id}}", "victim")
 			}
 			layer := rootfsLayer(t, d, id)
-			caught = killAt(t, d, func() { d.Docker(t, "rm", "-f", "victim") }, func() bool { return p.reached(id) })
+			caught = killAt(t, d, func() { d.Docker(t, "rm", "-f", "victim") }, func() bool { return p.reached(id, layer) })
 			d = restarted(t, d)
 			if !caught {
 				t.Logf("%s: the removal ended before the kill (attempt %d)", p.name, attempt+1)
@@ -342,11 +348,22 @@ func TestKill9DuringRemove(t *testing.T) {
 			if got := must(t, d, "inspect", "--format", "{{.Id}} {{.State.Status}}", "bystander"); got != keep+" running" {
 				t.Errorf("%s: the other container after kill -9 and restart: %q", p.name, got)
 			}
-			if probs := storeProblems(t, d); len(probs) > 0 {
+			// The restart deletes what no record owns in the background.
+			if probs := settledStoreProblems(t, d); len(probs) > 0 {
 				t.Errorf("%s: after kill -9 and restart:\n%s", p.name, strings.Join(probs, "\n"))
 			}
 			if _, err := os.Stat(filepath.Join(d.Data, "hutch", "containers", id)); !os.IsNotExist(err) {
 				t.Errorf("%s: the container's record directory is left: %v", p.name, err)
+			}
+			// A layer the record no longer owns goes at the restart.
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+				if _, err := os.Stat(filepath.Join(graph, "overlay", layer)); os.IsNotExist(err) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Errorf("%s: the removed container's layer %s is left", p.name, layer)
+					break
+				}
 			}
 			for _, m := range dataMounts(t, d) {
 				if strings.Contains(m, layer) || strings.Contains(m, id) {
@@ -364,7 +381,7 @@ func TestKill9DuringRemove(t *testing.T) {
 	// The name is free again, and the adopted container can still be stopped.
 	must(t, d, "run", "--rm", "--name", "victim", ref, "true")
 	must(t, d, "rm", "-f", "bystander")
-	if probs := storeProblems(t, d); len(probs) > 0 {
+	if probs := settledStoreProblems(t, d); len(probs) > 0 {
 		t.Errorf("at the end:\n%s", strings.Join(probs, "\n"))
 	}
 }

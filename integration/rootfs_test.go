@@ -144,6 +144,10 @@ func TestRootfsReusedEmpty(t *testing.T) {
 	dockerOK(t, d, "wait", "first")
 	layer := layerOf(t, d, id)
 	diff := filepath.Join(d.Data, "hutch", "storage", "overlay", layer, "diff")
+	// Inspect shows the layer's directories, as Docker's overlay2 does.
+	if upper := dockerOK(t, d, "inspect", "-f", "{{.GraphDriver.Name}} {{.GraphDriver.Data.UpperDir}}", id); upper != "overlay "+diff {
+		t.Errorf("GraphDriver of inspect: %q, want overlay %s", upper, diff)
+	}
 	if ents, _ := os.ReadDir(diff); len(ents) == 0 {
 		t.Fatalf("the first container's changes are not in %s", diff)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/containerd/errdefs"
@@ -71,6 +72,37 @@ func (s *Store) RemoveRootfs(ctx context.Context, id string) error {
 		return fmt.Errorf("storage: deleting the rootfs of %s: %w", id, err)
 	}
 	return nil
+}
+
+// RootfsDriverData describes rootfs id's layer as Docker's inspect does:
+// for the overlay drivers the directories of the layer (UpperDir,
+// WorkDir, MergedDir) and of the image's layers below it (LowerDir, top
+// first); for vfs its directory (Dir).
+func (s *Store) RootfsDriverData(ctx context.Context, id string) (map[string]string, error) {
+	c, err := s.cs.Container(id)
+	if err != nil {
+		return nil, fmt.Errorf("storage: rootfs %s: %w", id, classify(err))
+	}
+	home := filepath.Join(s.opts.GraphRoot, s.cs.GraphDriverName())
+	if s.driver.name == DriverVFS {
+		return map[string]string{"Dir": filepath.Join(home, "dir", c.LayerID)}, nil
+	}
+	var lower []string
+	l, err := s.cs.Layer(c.LayerID)
+	for err == nil && l.Parent != "" {
+		lower = append(lower, filepath.Join(home, l.Parent, "diff"))
+		l, err = s.cs.Layer(l.Parent)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("storage: layers of rootfs %s: %w", id, classify(err))
+	}
+	dir := filepath.Join(home, c.LayerID)
+	return map[string]string{
+		"LowerDir":  strings.Join(lower, ":"),
+		"MergedDir": filepath.Join(dir, "merged"),
+		"UpperDir":  filepath.Join(dir, "diff"),
+		"WorkDir":   filepath.Join(dir, "work"),
+	}, nil
 }
 
 // Rootfses lists the writable layers: containers/storage's containers.
