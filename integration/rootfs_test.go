@@ -54,7 +54,7 @@ func rootfsImages(t *testing.T, d *daemon) map[string]string {
 // record: a daemon killed in between leaves the layer, and the next start
 // deletes it. Simulated by deleting the record of a created container
 // while the daemon is down.
-func TestRootfsSweptAfterCrash(t *testing.T) {
+func TestWritableLayerSweptAfterCrash(t *testing.T) {
 	d, ref := pulled(t)
 	id := dockerOK(t, d, "create", ref, "true")
 	if !slices.Contains(rootfsLayers(t, d), id) {
@@ -135,7 +135,7 @@ func layerOf(t *testing.T, d *daemon, id string) string {
 // A removed container's writable layer is emptied and given to the next
 // container of its image: nothing of the first is visible in the second,
 // its files, deletions (whiteouts) and changes to / included.
-func TestRootfsReusedEmpty(t *testing.T) {
+func TestWritableLayerReusedEmpty(t *testing.T) {
 	d, ref := pulled(t)
 	mode := dockerOK(t, d, "run", "--rm", ref, "stat", "-c", "%a", "/")
 	// The first container of its kind gets a new layer named after it.

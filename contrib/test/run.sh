@@ -62,5 +62,5 @@ echo "== integration tests (as $(as_user id -un), uid $(as_user id -u))"
 if [ -e "$out/rootmode.test" ]; then
 	echo "== integration tests as real root"
 	(cd "$out" && HUTCH_BIN="$out/hutch" HUTCH_SHIM="$out/hutch-shim" \
-		"$out/rootmode.test" -test.v -test.count=1 -test.run 'TestRoot' -test.timeout=10m)
+		"$out/rootmode.test" -test.v -test.count=1 -test.run '^TestRootMode' -test.timeout=10m)
 fi
