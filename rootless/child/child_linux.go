@@ -123,7 +123,12 @@ func gainCaps(fromParent, toParent *os.File) error {
 		return errors.New("no capabilities in the user namespace after the id maps were written")
 	}
 	os.Setenv(envReexec, strconv.Itoa(n+1))
-	return fmt.Errorf("re-executing to gain the capabilities: %w", syscall.Exec("/proc/self/exe", os.Args, os.Environ()))
+	// By path, not /proc/self/exe: the engine shows as "hutch" in ps.
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("re-executing to gain the capabilities: %w", syscall.Exec(exe, os.Args, os.Environ()))
 }
 
 // hasCaps reports whether this process has effective capabilities.
