@@ -79,9 +79,6 @@ func RunParent(ctx context.Context, o ParentOptions) error {
 	}
 	os.Setenv(envMode, string(o.IDMap))
 	os.Setenv(envNetwork, map[bool]string{true: "1", false: "0"}[o.Network])
-	// rootlesskit's parent starts /proc/self/exe (this small binary) as
-	// the child, which execs the engine binary named here (Main).
-	os.Setenv(envEngine, o.Engine)
 	opt := parent.Opt{
 		PipeFDEnvKey:             envPipeFD,
 		ChildUseActivationEnvKey: envChildActivation,
@@ -105,6 +102,9 @@ func RunParent(ctx context.Context, o ParentOptions) error {
 	if o.IDMap == IDMapSingle {
 		return runSingleParent(ctx, opt, o.Engine)
 	}
+	// rootlesskit's parent starts /proc/self/exe (this small binary) as
+	// the child, which execs the engine binary named here (Main).
+	os.Setenv(envEngine, o.Engine)
 	return parent.Parent(opt)
 }
 

@@ -46,5 +46,9 @@ else
 fi
 
 mkdir -p bench/results
-cp "$out/results/latest.json" "$out/results/latency.png" bench/results/
+cp "$out/results/latest.json" bench/results/
+# A run without latency figures (-only memory) draws no plot.
+if [ -e "$out/results/latency.png" ]; then
+	cp "$out/results/latency.png" bench/results/
+fi
 echo "== results in bench/results/latest.json and bench/results/latency.png"
