@@ -95,11 +95,9 @@ func Setup() error {
 	// The port driver's child side lives as long as the process: the
 	// parent removes its socket with the state dir.
 	pd := builtin.NewChildDriver(debugWriter{"port"})
-	errc := make(chan error, 1)
-	go func() { errc <- pd.RunChildDriver(portMsg.PortDriverOpaque, nil, netns) }()
 	go func() {
-		if err := <-errc; err != nil {
-			slog.Error("port driver stopped", "err", err)
+		if err := pd.RunChildDriver(portMsg.PortDriverOpaque, nil, netns); err != nil {
+			slog.Error("port driver stopped: published ports no longer work", "err", err)
 		}
 	}()
 	return nil
