@@ -13,6 +13,7 @@ all: build
 build:
 	$(GO) build $(GOFLAGS_BUILD) -o bin/hutch ./cmd/hutch
 	$(GO) build $(GOFLAGS_BUILD) -o bin/hutch-shim ./cmd/hutch-shim
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o bin/hutch-ns ./cmd/hutch-ns
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o bin/hutch-init ./cmd/hutch-init
 
 # As root: installs the Debian packages, creates the unprivileged test user

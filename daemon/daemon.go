@@ -30,8 +30,9 @@ import (
 )
 
 // Run is `hutch daemon`. On the host it resolves the configuration, takes
-// the per-user lock and, unless it is real root, re-executes itself inside
-// the namespaces; inside (or as real root) it serves the API until ctx ends.
+// the per-user lock and, unless it is real root, execs hutch-ns, which runs
+// this binary inside the namespaces; inside (or as real root) it serves the
+// API until ctx ends.
 func Run(ctx context.Context, f config.Flags) error {
 	if rootless.CurrentRole() == rootless.Engine {
 		c, ok, err := config.Inherited()
@@ -82,18 +83,34 @@ func Run(ctx context.Context, f config.Flags) error {
 		log.Warn("networking disabled (--network=none): containers get no network")
 	}
 	os.Setenv(config.EnvConfig, c.Encode())
-	err = rootless.RunParent(ctx, rootless.ParentOptions{
-		StateDir: filepath.Join(c.StateDir, "rootlesskit"),
-		IDMap:    idmap,
-		Network:  c.Network,
-		Logger:   log,
-	})
-	var ee interface{ ExitCode() int }
-	if errors.As(err, &ee) {
-		// The engine already logged why it stopped.
-		return exitError{code: ee.ExitCode()}
+	return execNamespaces(inst, c, idmap)
+}
+
+// execNamespaces hands the rest of the daemon's life over to hutch-ns
+// (rootless.ExecHost): this process becomes it, keeping its pid, stdio and
+// the instance lock; it runs this binary inside the namespaces as the
+// engine and removes the pid file and socket when the engine stops.
+func execNamespaces(inst *instance, c *config.Config, idmap rootless.IDMap) error {
+	bin, err := helperBinary("hutch-ns", "HUTCH_NS")
+	if err != nil {
+		return err
 	}
-	return err
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	return rootless.ExecHost(bin, rootless.Handover{
+		Parent: rootless.ParentOptions{
+			StateDir: filepath.Join(c.StateDir, "rootlesskit"),
+			IDMap:    idmap,
+			Network:  c.Network,
+			Engine:   self,
+		},
+		LockFD:   int(inst.lock.Fd()),
+		PidFile:  inst.pidFile,
+		Socket:   inst.socket,
+		LogLevel: c.LogLevel,
+	})
 }
 
 // runEngine serves the API: the engine behind the API server on the socket.
@@ -283,11 +300,3 @@ func newLogger(level string) *slog.Logger {
 	slog.SetDefault(l)
 	return l
 }
-
-// exitError carries the engine's exit code out of the host process.
-type exitError struct{ code int }
-
-func (e exitError) Error() string { return fmt.Sprintf("engine exited with status %d", e.code) }
-
-// ExitCode is what `hutch daemon` should exit with.
-func (e exitError) ExitCode() int { return e.code }

@@ -216,24 +216,83 @@ func TestEngineInUserNamespace(t *testing.T) {
 	}
 }
 
-// enginePID finds the engine: the process below the daemon that listens
-// (the deepest hutch process in the tree).
+// enginePID finds the engine: the hutch process below the daemon's host
+// process (hutch-ns) that serves the API.
 func enginePID(t testing.TB, d *daemon) int {
 	t.Helper()
-	pid := d.cmd.Process.Pid
-	for depth := 0; depth < 2; depth++ {
-		next := 0
-		for _, c := range children(t, pid) {
-			if args := cmdline(c); len(args) > 1 && args[1] == "daemon" {
-				next = c
-			}
+	for _, p := range descendants(t, d.cmd.Process.Pid) {
+		if args := cmdline(p); len(args) > 1 && filepath.Base(args[0]) == "hutch" && args[1] == "daemon" {
+			return p
 		}
-		if next == 0 {
-			t.Fatalf("no hutch child below pid %d (depth %d)", pid, depth)
-		}
-		pid = next
 	}
-	return pid
+	t.Fatalf("no engine below pid %d", d.cmd.Process.Pid)
+	return 0
+}
+
+// The rootless tree is the host process (hutch-ns, exec'd by `hutch
+// daemon` with its pid), the engine as the namespace child, and
+// slirp4netns; only the host holds the instance lock.
+func TestDaemonProcessTree(t *testing.T) {
+	d := startDaemon(t)
+	host := d.cmd.Process.Pid
+	if args := cmdline(host); len(args) < 2 || filepath.Base(args[0]) != "hutch-ns" || args[1] != "daemon" {
+		t.Errorf("host process runs %q, want hutch-ns daemon", args)
+	}
+	engine := enginePID(t, d)
+	var names []string
+	for _, c := range children(t, host) {
+		if args := cmdline(c); len(args) > 0 {
+			names = append(names, filepath.Base(args[0]))
+		}
+	}
+	if len(names) != 2 || !contains(names, "hutch") || !contains(names, "slirp4netns") {
+		t.Errorf("children of the host: %v, want the engine (hutch) and slirp4netns", names)
+	}
+	if got := descendants(t, engine); len(got) != 0 {
+		t.Errorf("idle engine has children %v", got)
+	}
+	lock := filepath.Join(d.Runtime, "hutch", "hutch.lock")
+	for _, p := range append([]int{host}, descendants(t, host)...) {
+		if holds := holdsFile(p, lock); holds != (p == host) {
+			t.Errorf("pid %d (%v) holds %s: %v", p, cmdline(p), lock, holds)
+		}
+	}
+}
+
+// holdsFile reports whether pid has path open.
+func holdsFile(pid int, path string) bool {
+	dir := filepath.Join("/proc", strconv.Itoa(pid), "fd")
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if l, err := os.Readlink(filepath.Join(dir, e.Name())); err == nil && l == path {
+			return true
+		}
+	}
+	return false
+}
+
+// kill -9 of the host process alone takes the engine and slirp4netns with
+// it (parent-death signals), and the lock dies with it: a new daemon
+// starts.
+func TestKillHostTakesTree(t *testing.T) {
+	for _, mode := range []string{"auto", "single"} {
+		t.Run(mode, func(t *testing.T) {
+			d := startDaemon(t, "--idmap="+mode)
+			tree := descendants(t, d.cmd.Process.Pid)
+			syscall.Kill(d.cmd.Process.Pid, syscall.SIGKILL)
+			<-d.done
+			waitGone(t, tree)
+			for _, p := range tree {
+				if syscall.Kill(p, 0) == nil {
+					t.Errorf("pid %d (%v) outlived the host process", p, cmdline(p))
+				}
+			}
+			d2 := startDaemonEnv(t, d.env, d.Socket, "--idmap="+mode)
+			if code, _, _ := d2.rawRequest(t, "GET", "/_ping", ""); code != 200 {
+				t.Errorf("restarted daemon /_ping = %d", code)
+			}
+		})
+	}
 }
 
 func processRunning(t testing.TB, d *daemon, name string) bool {

@@ -160,7 +160,7 @@ func shimsOf(runtimeDir string) []int {
 			continue
 		}
 		args := cmdline(pid)
-		if len(args) > 1 && filepath.Base(args[0]) == "hutch-shim" && args[1] != "warm" {
+		if len(args) > 1 && filepath.Base(args[0]) == "hutch-shim" && !idleWarmShim(pid) {
 			if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid)); err == nil && strings.Contains(string(b), runtimeDir) || strings.Contains(strings.Join(args, " "), runtimeDir) {
 				out = append(out, pid)
 			}

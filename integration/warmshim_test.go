@@ -3,7 +3,9 @@
 package integration
 
 import (
+	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -14,11 +16,23 @@ func warmShims(t *testing.T, d *daemon) []int {
 	t.Helper()
 	var out []int
 	for _, p := range descendants(t, d.cmd.Process.Pid) {
-		if args := cmdline(p); len(args) == 2 && filepath.Base(args[0]) == "hutch-shim" && args[1] == "warm" {
+		if idleWarmShim(p) {
 			out = append(out, p)
 		}
 	}
 	return out
+}
+
+// idleWarmShim reports whether pid is a shim kept ready for the next
+// container. One that took a container keeps its command line ("warm")
+// but works in the container's bundle directory.
+func idleWarmShim(pid int) bool {
+	args := cmdline(pid)
+	if len(args) != 2 || filepath.Base(args[0]) != "hutch-shim" || args[1] != "warm" {
+		return false
+	}
+	cwd, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/cwd")
+	return err == nil && cwd == "/"
 }
 
 // waitPIDsGone waits until none of pids exists; false after 10 s.

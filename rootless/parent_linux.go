@@ -60,12 +60,15 @@ type ParentOptions struct {
 	// Network enables the detached network namespace served by slirp4netns.
 	Network bool
 	// MTU of the slirp4netns tap device (0: 65520).
-	MTU    int
+	MTU int
+	// Engine is the hutch binary the child runs, with this process's
+	// arguments, as the namespace child and then the engine.
+	Engine string
 	Logger *slog.Logger
 }
 
-// RunParent re-executes the current binary, with the same arguments, inside
-// new user and mount namespaces and blocks until it exits. Signals received
+// RunParent runs the engine binary, with the same arguments, inside new
+// user and mount namespaces and blocks until it exits. Signals received
 // are forwarded to it.
 func RunParent(ctx context.Context, o ParentOptions) error {
 	if err := parent.InitStateDir(o.StateDir); err != nil {
@@ -97,8 +100,11 @@ func RunParent(ctx context.Context, o ParentOptions) error {
 		opt.NetworkDriver, opt.PortDriver = nd, pd
 	}
 	if o.IDMap == IDMapSingle {
-		return runSingleParent(ctx, opt)
+		return runSingleParent(ctx, opt, o.Engine)
 	}
+	// rootlesskit's parent starts /proc/self/exe (this small binary) as
+	// the child, which execs the engine binary named here (Main).
+	os.Setenv(envEngine, o.Engine)
 	return parent.Parent(opt)
 }
 

@@ -1,16 +1,16 @@
 package rootless
 
-import (
-	"os"
-	"path/filepath"
-)
+import "os"
 
 // Environment keys shared by the processes of the tree. The pipe and
-// activation keys are private to rootlesskit's parent/child handshake.
+// activation keys belong to rootlesskit's parent/child handshake.
 const (
 	envPipeFD          = "_HUTCH_ROOTLESSKIT_PIPEFD"
 	envChildActivation = "_HUTCH_ROOTLESSKIT_ACTIVATION_CHILD"
 	envRunActivation   = "_HUTCH_ROOTLESSKIT_ACTIVATION_HELPER"
+	// EnvPipeFD holds the child's ends of the handshake pipes ("3,4"); the
+	// child unsets it once the namespaces are ready.
+	EnvPipeFD = envPipeFD
 	// EnvStateDir is set in every process inside the namespaces: it holds
 	// rootlesskit's state dir (api.sock, netns, resolv.conf).
 	EnvStateDir = "ROOTLESSKIT_STATE_DIR"
@@ -21,6 +21,10 @@ const (
 	envMode = "_HUTCH_IDMAP_MODE"
 	// envNetwork is "1" when the parent serves a detached network namespace.
 	envNetwork = "_HUTCH_NETWORK"
+	// envHost carries `hutch daemon`'s hand-over to hutch-ns (Handover, JSON).
+	envHost = "_HUTCH_NS_HOST"
+	// envEngine is the hutch binary the namespace child runs as the engine.
+	envEngine = "_HUTCH_ENGINE"
 )
 
 // Role is the part a process plays in the tree.
@@ -29,21 +33,16 @@ type Role int
 const (
 	// Host is a process in the host's namespaces.
 	Host Role = iota
-	// Child is rootlesskit's child: it finishes the namespace set-up and
-	// starts the engine.
+	// Child is rootlesskit's child: it finishes the namespace set-up
+	// (package rootless/child), then serves the API as the engine.
 	Child
 	// Engine runs inside the namespaces and serves the API.
 	Engine
-	// Unshare is rootlesskit's embedded unshare(1), run to detach the
-	// network namespace.
-	Unshare
 )
 
-// CurrentRole reads the role from argv[0] and the environment.
+// CurrentRole reads the role from the environment.
 func CurrentRole() Role {
 	switch {
-	case filepath.Base(os.Args[0]) == "unshare":
-		return Unshare
 	case os.Getenv(envPipeFD) != "":
 		return Child
 	case os.Getenv(EnvStateDir) != "":
@@ -57,3 +56,7 @@ func Inside() bool { return os.Getenv(EnvStateDir) != "" }
 
 // StateDir is rootlesskit's state directory, or "" outside the namespaces.
 func StateDir() string { return os.Getenv(EnvStateDir) }
+
+// Network reports whether the parent serves a detached network namespace
+// (at $ROOTLESSKIT_STATE_DIR/netns).
+func Network() bool { return os.Getenv(envNetwork) == "1" }

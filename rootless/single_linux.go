@@ -28,7 +28,7 @@ import (
 // capabilities and skips the id-map handshake; the rest of the protocol
 // (network, ports, API socket) is rootlesskit's, spoken through its
 // messages package.
-func runSingleParent(ctx context.Context, opt parent.Opt) error {
+func runSingleParent(ctx context.Context, opt parent.Opt, engine string) error {
 	lock, err := parent.LockStateDir(opt.StateDir)
 	if err != nil {
 		return err
@@ -44,7 +44,7 @@ func runSingleParent(ctx context.Context, opt parent.Opt) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command("/proc/self/exe", os.Args[1:]...)
+	cmd := exec.Command(engine, os.Args[1:]...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Pdeathsig:                  syscall.SIGKILL,
 		Cloneflags:                 syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS,

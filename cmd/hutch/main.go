@@ -8,21 +8,34 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 
-	"github.com/hutch-engine/hutch/rootless"
+	"github.com/hutch-engine/hutch/rootless/child"
 	"github.com/hutch-engine/hutch/version"
 	"github.com/urfave/cli/v2"
 	"go.podman.io/storage/pkg/reexec"
 )
+
+func init() {
+	// The main goroutine keeps the main thread, so no other goroutine ever
+	// runs there: the engine's threads that enter the detached network
+	// namespace (rootless/child, rootless/network) never land on it, and
+	// /proc/<pid>/ns/net, which is the main thread's, stays the host's.
+	runtime.LockOSThread()
+}
 
 func main() {
 	// containers/storage re-executes this binary for layer extraction.
 	if reexec.Init() {
 		return
 	}
-	// rootlesskit's child and its unshare(1) run from this binary too.
-	rootless.Dispatch()
+	// Started by hutch-ns as the namespace child, this process finishes
+	// the namespaces first and then goes on as the engine.
+	if err := child.Setup(); err != nil {
+		fmt.Fprintf(os.Stderr, "hutch: namespace child: %v\n", err)
+		os.Exit(1)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -69,7 +69,7 @@ func benchMemory(ctx context.Context, e *env, res *Results) error {
 	}
 	defer e.stopDaemon()
 	m := &res.Memory
-	m.Comment = "tree: the hutch daemon, rootlesskit child and slirp4netns; shims apart; containers' own processes not counted"
+	m.Comment = "tree: hutch-ns (the host process: rootlesskit parent), the engine (rootlesskit child) and slirp4netns; shims apart; containers' own processes not counted"
 	if err := sleep(ctx, settle); err != nil {
 		return err
 	}

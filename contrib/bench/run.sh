@@ -25,7 +25,7 @@ out=$(mktemp -d /tmp/hutch-bench.XXXXXX)
 chmod 755 "$out"
 trap 'rm -rf "$out"' EXIT
 mkdir "$out/bin" "$out/results"
-cp bin/hutch bin/hutch-shim bin/hutch-init "$out/bin/"
+cp bin/hutch bin/hutch-ns bin/hutch-shim bin/hutch-init "$out/bin/"
 go build -tags "$TAGS" -o "$out/bin/bench" ./contrib/bench
 chmod -R a+rX "$out"
 
@@ -47,7 +47,7 @@ fi
 
 mkdir -p bench/results
 cp "$out/results/latest.json" bench/results/
-# A run with -only and no latency figure (e.g. -only net) draws no plot.
+# A run without latency figures (-only memory, -only net) draws no plot.
 if [ -e "$out/results/latency.png" ]; then
 	cp "$out/results/latency.png" bench/results/
 fi
