@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -48,6 +49,7 @@ func Run(ctx context.Context, f config.Flags) error {
 	if err != nil {
 		return err
 	}
+	withSbinPath()
 	log := newLogger(c.LogLevel)
 	log.Info("paths", "socket", c.Socket, "state", c.StateDir, "data", c.DataRoot, "runtime-dir", c.RuntimeDirSource, "config", c.ConfigFile)
 	if err := os.MkdirAll(c.DataRoot, 0o700); err != nil {
@@ -282,6 +284,20 @@ func listenUnix(path string) (net.Listener, error) {
 		return nil, err
 	}
 	return l, nil
+}
+
+// withSbinPath adds the sbin directories to PATH where they are missing
+// (a Debian user's shell has none): the tools the namespaces need (nft,
+// which keeps the client's address on published ports; ip; sysctl) live
+// there. The namespaces and the engine inherit it.
+func withSbinPath() {
+	dirs := filepath.SplitList(os.Getenv("PATH"))
+	for _, d := range []string{"/usr/local/sbin", "/usr/sbin", "/sbin"} {
+		if !slices.Contains(dirs, d) {
+			dirs = append(dirs, d)
+		}
+	}
+	os.Setenv("PATH", strings.Join(dirs, string(os.PathListSeparator)))
 }
 
 func newLogger(level string) *slog.Logger {

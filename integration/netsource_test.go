@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -98,7 +99,18 @@ func unmapPeer(s string) string {
 // network's gateway. docker port is unchanged.
 func TestNetworkPublishKeepsSourceAddress(t *testing.T) {
 	localAddress(t, sourceTestAddr)
-	d, ref := pulled(t)
+	// Started from a PATH without the sbin directories, as from a Debian
+	// user's shell: the daemon adds them, and nft is found.
+	ref := busybox(t)
+	env, rt, data := daemonEnv(t)
+	for i, kv := range env {
+		if strings.HasPrefix(kv, "PATH=") {
+			env[i] = "PATH=/usr/local/bin:/usr/bin:/bin"
+		}
+	}
+	d := startDaemonEnv(t, env, filepath.Join(rt, "hutch.sock"))
+	d.Runtime, d.Data = rt, data
+	dockerOK(t, d, "pull", "-q", ref)
 	dockerOK(t, d, "network", "create", "srcnet")
 	for _, tc := range []struct{ name, network, gateway string }{
 		{"default bridge", "bridge", "172.17.0.1"},
