@@ -25,7 +25,7 @@ func FuzzStoreNames(f *testing.F) {
 	for _, s := range referenceSeeds {
 		f.Add(s)
 	}
-	s := newStore(f, "")
+	s := fuzzStore(f)
 	ctx := context.Background()
 	const baseName = "docker.io/library/base:1"
 	id, err := s.ImportImage(ctx, bytes.NewReader(rootfsTar(f, false)), engine.ImportConfig{}, baseName)

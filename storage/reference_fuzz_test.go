@@ -53,9 +53,10 @@ func TestImageName(t *testing.T) {
 func FuzzNormalizeReference(f *testing.F) {
 	for _, s := range referenceSeeds {
 		f.Add(s, "")
-		f.Add("busybox", s)
 	}
-	f.Add("busybox", testDigest)
+	for _, tag := range []string{"1.36", testDigest, "..", "a..b", ".hidden", "a/b", "a\x00", "sha256:..", strings.Repeat("t", 129)} {
+		f.Add("busybox", tag)
+	}
 	f.Fuzz(func(t *testing.T, fromImage, tag string) {
 		got, err := NormalizeReference(fromImage, tag)
 		if err != nil {
