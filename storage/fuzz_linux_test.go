@@ -81,8 +81,8 @@ func FuzzImportImage(f *testing.F) {
 
 func FuzzLoadImages(f *testing.F) {
 	// Load's layers are applied as import's are: a few of the hostile
-	// entries show that they go the same way. Each seed costs the short
-	// run of fuzz.sh time before it can fuzz.
+	// entries show that they go the same way. Fewer seeds: fuzz.sh's
+	// short run must run them all before it starts fuzzing.
 	for _, s := range []string{
 		"L layer.tar\nl l @\nf l/x escaped",
 		"L layer.tar\nh h @.txt",
