@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
+	"syscall"
 
 	"github.com/containerd/errdefs"
 	"github.com/hutch-engine/hutch/engine"
@@ -61,7 +63,44 @@ func (s *Store) LoadImages(ctx context.Context, r io.Reader) ([]engine.LoadedIma
 	return out, nil
 }
 
+// machineErrnos are the failures of the machine, not of an archive:
+// storing an archive's layers can meet them whatever the archive holds.
+var machineErrnos = []syscall.Errno{syscall.ENOSPC, syscall.EDQUOT, syscall.EROFS, syscall.EIO, syscall.ENOMEM, syscall.EMFILE, syscall.ENFILE}
+
+// machineError reports whether err is one of machineErrnos, as an error
+// or in its text: the layer unpacker runs in a re-executed child that
+// reports its errno as text only.
+func machineError(err error) bool {
+	msg := err.Error()
+	for _, errno := range machineErrnos {
+		if errors.Is(err, errno) || strings.Contains(msg, errno.Error()) {
+			return true
+		}
+	}
+	return false
+}
+
+// archiveContentError classes the failure to store what an import or load
+// archive holds. The archive is the client's: a layer that does not apply
+// (a hard link to nothing, an invalid whiteout, a duplicate path, a bad
+// xattr), a component it lacks, a blob whose digest does not match are
+// errdefs.ErrInvalidArgument. Failures of the machine stay unclassed, to
+// be answered as server errors.
+func archiveContentError(err error) error {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, errdefs.ErrInvalidArgument) || machineError(err) {
+		return err
+	}
+	return fmt.Errorf("%w%.0w", err, errdefs.ErrInvalidArgument)
+}
+
+// invalidArchive classes an error of reading the archive, which is the
+// client's unless the machine failed (the transport spools a compressed
+// archive to a file).
 func invalidArchive(err error) error {
+	if machineError(err) {
+		return fmt.Errorf("reading the image archive: %w", err)
+	}
 	return fmt.Errorf("invalid image archive: %v%.0w", err, errdefs.ErrInvalidArgument)
 }
 
@@ -78,14 +117,17 @@ func (s *Store) loadOne(ctx context.Context, sys *types.SystemContext, refs []ty
 		return engine.LoadedImage{}, invalidArchive(fmt.Errorf("image without a valid config digest"))
 	}
 	id := cfg.Encoded()
-	if err := s.copyInto(ctx, sys, refs[0], nil, id, nil); err != nil {
-		return engine.LoadedImage{}, fmt.Errorf("loading image %s: %w", cfg, err)
-	}
 	li := engine.LoadedImage{ID: "sha256:" + id, Replaced: map[string]string{}}
 	for _, ref := range refs {
 		if named := ref.DockerReference(); named != nil {
+			if _, err := imageName("load", named.String()); err != nil {
+				return engine.LoadedImage{}, invalidArchive(err)
+			}
 			li.Names = append(li.Names, named.String())
 		}
+	}
+	if err := s.copyInto(ctx, sys, refs[0], nil, id, nil); err != nil {
+		return engine.LoadedImage{}, fmt.Errorf("loading image %s: %w", cfg, archiveContentError(err))
 	}
 	for _, n := range li.Names {
 		if other, err := s.cs.Image(n); err == nil && other.ID != id {

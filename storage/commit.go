@@ -13,7 +13,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
 	"github.com/hutch-engine/hutch/engine"
 	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
@@ -64,12 +63,9 @@ func (s *Store) RootfsChanges(ctx context.Context, rootfsID string) ([]container
 func (s *Store) CommitImage(ctx context.Context, rootfsID string, req engine.CommitImage) (string, error) {
 	var named reference.Named
 	if req.Name != "" {
-		n, err := reference.ParseNormalizedNamed(req.Name)
+		n, err := imageName("commit", req.Name)
 		if err != nil {
-			return "", invalidReference(err)
-		}
-		if _, ok := n.(reference.NamedTagged); !ok {
-			return "", fmt.Errorf("storage: commit name %q has no tag: %w", req.Name, errdefs.ErrInvalidArgument)
+			return "", err
 		}
 		named = n
 	}

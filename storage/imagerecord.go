@@ -119,12 +119,9 @@ func (s *Store) record(img *cstorage.Image, layers map[string]*cstorage.Layer) *
 // TagImage adds the fully qualified tagged name to image id. The store
 // moves the name off any image that had it, as Docker moves a tag.
 func (s *Store) TagImage(ctx context.Context, id, name string) error {
-	named, err := reference.ParseNormalizedNamed(name)
+	named, err := imageName("tag", name)
 	if err != nil {
-		return invalidReference(err)
-	}
-	if _, ok := named.(reference.NamedTagged); !ok {
-		return fmt.Errorf("storage: %q is not a tagged name: %w", name, errdefs.ErrInvalidArgument)
+		return err
 	}
 	hexID := hexOf(id)
 	if err := s.cs.AddNames(hexID, []string{named.String()}); err != nil {

@@ -86,12 +86,9 @@ func (s *Store) copyInto(ctx context.Context, sys *types.SystemContext, src type
 func (s *Store) ImportImage(ctx context.Context, rootfs io.Reader, cfg engine.ImportConfig, name string) (string, error) {
 	var named reference.Named
 	if name != "" {
-		n, err := reference.ParseNormalizedNamed(name)
+		n, err := imageName("import", name)
 		if err != nil {
-			return "", invalidReference(err)
-		}
-		if _, ok := n.(reference.NamedTagged); !ok {
-			return "", fmt.Errorf("storage: import name %q has no tag: %w", name, errdefs.ErrInvalidArgument)
+			return "", err
 		}
 		named = n
 	}
@@ -152,7 +149,7 @@ func (s *Store) ImportImage(ctx context.Context, rootfs io.Reader, cfg engine.Im
 		return s.putLayerFile(h, diffID.Encoded(), layerFile, diffID)
 	})
 	if err != nil {
-		return "", fmt.Errorf("storage: importing: %w", err)
+		return "", fmt.Errorf("storage: importing: %w", archiveContentError(err))
 	}
 	if named != nil {
 		if err := s.updateMeta(id, func(m *imageMeta) bool { m.LastTagTime = time.Now().UTC(); return true }); err != nil {
@@ -183,7 +180,10 @@ func writeRootfs(rootfs io.Reader, dir string) (path string, d digest.Digest, si
 	}()
 	digester := digest.Canonical.Digester()
 	counter := &countWriter{}
-	sink := io.MultiWriter(f, digester.Hash(), counter)
+	// Errors writing the file are the machine's (a full disk), not the
+	// archive's: spool keeps them apart from the reader's.
+	spool := &errWriter{w: f}
+	sink := io.MultiWriter(spool, digester.Hash(), counter)
 	// Walking the headers validates the archive; the tee keeps every byte,
 	// the padding after the end marker included.
 	tr := tar.NewReader(io.TeeReader(plain, sink))
@@ -192,13 +192,19 @@ func writeRootfs(rootfs io.Reader, dir string) (path string, d digest.Digest, si
 		if err == io.EOF {
 			break
 		}
+		if spool.err != nil {
+			return "", "", 0, fmt.Errorf("storage: spooling the rootfs: %w", spool.err)
+		}
 		if err != nil {
 			return "", "", 0, fmt.Errorf("the rootfs is not a valid tar archive: %v%.0w", err, errdefs.ErrInvalidArgument)
 		}
 	}
 	// Read, never WriteTo: pgzip's WriteTo breaks after reads.
 	if _, err = io.Copy(sink, struct{ io.Reader }{plain}); err != nil {
-		return "", "", 0, fmt.Errorf("reading the rootfs archive: %w", err)
+		if spool.err != nil {
+			return "", "", 0, fmt.Errorf("storage: spooling the rootfs: %w", spool.err)
+		}
+		return "", "", 0, fmt.Errorf("reading the rootfs archive: %w%.0w", err, errdefs.ErrInvalidArgument)
 	}
 	if counter.n == 0 {
 		err = errdefs.ErrInvalidArgument.WithMessage("the rootfs archive is empty")
@@ -218,6 +224,20 @@ func writeRootfs(rootfs io.Reader, dir string) (path string, d digest.Digest, si
 type countWriter struct{ n int64 }
 
 func (c *countWriter) Write(p []byte) (int, error) { c.n += int64(len(p)); return len(p), nil }
+
+// errWriter keeps the first error of w.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	n, err := e.w.Write(p)
+	if err != nil && e.err == nil {
+		e.err = err
+	}
+	return n, err
+}
 
 // putLayerFile applies the uncompressed tar at path as layer id (no
 // parent). A layer with that ID already stored has the same content.

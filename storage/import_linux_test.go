@@ -106,7 +106,7 @@ func TestImportImageFailuresLeaveNothing(t *testing.T) {
 		{"empty", nil, errdefs.ErrInvalidArgument},
 		{"not a tar", bytes.Repeat([]byte("garbage "), 200), errdefs.ErrInvalidArgument},
 		{"truncated tar", rootfsTar(t, false)[:20000], errdefs.ErrInvalidArgument},
-		{"truncated gzip", rootfsTar(t, true)[:20000], nil},
+		{"truncated gzip", rootfsTar(t, true)[:20000], errdefs.ErrInvalidArgument},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

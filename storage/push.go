@@ -35,13 +35,9 @@ const maxConcurrentUploads = 5
 // so pushing a layer again is "Layer already exists" rather than a second
 // upload.
 func (s *Store) PushImage(ctx context.Context, id, name string, auth registry.AuthConfig, progress func(jsonstream.Message)) error {
-	named, err := reference.ParseNormalizedNamed(name)
+	tagged, err := imageName("push", name)
 	if err != nil {
-		return invalidReference(err)
-	}
-	tagged, ok := named.(reference.NamedTagged)
-	if !ok {
-		return fmt.Errorf("storage: push name %q has no tag: %w", name, errdefs.ErrInvalidArgument)
+		return err
 	}
 	img, err := s.cs.Image(hexOf(id))
 	if err != nil {
@@ -56,7 +52,7 @@ func (s *Store) PushImage(ctx context.Context, id, name string, auth registry.Au
 		planned = append(planned, plannedLayer{digest: l.UncompressedDigest, size: max(l.UncompressedSize, 0)})
 		lid = l.Parent
 	}
-	sys, err := s.systemContext(ctx, reference.Domain(named), PullOptions{Auth: auth, InsecureRegistries: s.opts.InsecureRegistries})
+	sys, err := s.systemContext(ctx, reference.Domain(tagged), PullOptions{Auth: auth, InsecureRegistries: s.opts.InsecureRegistries})
 	if err != nil {
 		return err
 	}
@@ -97,12 +93,12 @@ func (s *Store) PushImage(ctx context.Context, id, name string, auth registry.Au
 	close(events)
 	<-drained
 	if err != nil {
-		s.log.Debug("storage: push failed", "name", named.String(), "err", err)
-		return classifyPushError(ctx, err, named, auth != registry.AuthConfig{})
+		s.log.Debug("storage: push failed", "name", tagged.String(), "err", err)
+		return classifyPushError(ctx, err, tagged, auth != registry.AuthConfig{})
 	}
 	d := digest.FromBytes(man)
 	// Docker records what a push produced as a digest reference.
-	if err := s.recordPull(img.ID, named.Name(), d); err != nil {
+	if err := s.recordPull(img.ID, tagged.Name(), d); err != nil {
 		return err
 	}
 	pp.finish(tagged.Tag(), d, len(man))

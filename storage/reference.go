@@ -70,6 +70,28 @@ func pullName(named reference.Named) (reference.Named, error) {
 	return reference.TagNameOnly(named), nil
 }
 
+// imageName parses the name op ("tag", "import", "commit", "push",
+// "load") gives an image: a reference with a tag and no digest. A name with both would be
+// stored but never found again, and Docker refuses the repository
+// "sha256", whose "sha256:<hex>" reads as an image ID.
+func imageName(op, name string) (reference.NamedTagged, error) {
+	named, err := reference.ParseNormalizedNamed(name)
+	if err != nil {
+		return nil, invalidReference(err)
+	}
+	nt, tagged := named.(reference.NamedTagged)
+	_, digested := named.(reference.Digested)
+	switch {
+	case !tagged:
+		return nil, fmt.Errorf("storage: %s name %q has no tag: %w", op, name, errdefs.ErrInvalidArgument)
+	case digested:
+		return nil, fmt.Errorf("storage: %s name %q has a digest as well as a tag: %w", op, name, errdefs.ErrInvalidArgument)
+	case reference.FamiliarName(named) == string(digest.Canonical):
+		return nil, fmt.Errorf("refusing to create an ambiguous tag using digest algorithm as name%.0w", errdefs.ErrInvalidArgument)
+	}
+	return nt, nil
+}
+
 // invalidReference classes a reference parse error without changing its
 // message: Docker answers exactly "invalid reference format[: ...]".
 func invalidReference(err error) error {

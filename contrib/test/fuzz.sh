@@ -2,7 +2,8 @@
 # Short runs of every fuzz target (`go test -fuzz`), as `make test` does:
 # FUZZTIME each (default 3s). Each run starts from the target's seeds and
 # the corpus kept in its package's testdata/fuzz/<target>/ (which plain
-# `go test` replays too); a failing input lands there, to be kept.
+# `go test` replays too), not from Go's cache of earlier runs; a failing
+# input lands in testdata, to be kept.
 #
 # FUZZ_SAVE=1 also keeps what the runs found: inputs of Go's cache corpus
 # ($GOCACHE/fuzz/...), of sizes spread from the smallest to 4 KiB, go to
@@ -58,10 +59,14 @@ n=0
 while IFS=: read -r file name; do
 	pkg=./$(dirname "$file")
 	echo "fuzz $pkg $name ($FUZZTIME)"
+	# Only the seeds and the kept corpus: Go's cache corpus of earlier runs
+	# would grow, and every input is run before fuzzing starts; a run whose
+	# corpus outgrew FUZZTIME fails with "context deadline exceeded".
+	rm -rf "${cache:?}/$(go list -tags "$TAGS" "$pkg")/$name"
 	fuzz() { go test -tags "$TAGS" -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" -parallel 2 "$pkg" >"$log" 2>&1; }
 	if ! fuzz; then
-		# go test's coordinator gives up on a worker that is slow to stop
-		# on a loaded machine ("context deadline exceeded", no failing
+		# go test's coordinator also gives up on a worker that is slow to
+		# stop on a loaded machine ("context deadline exceeded", no failing
 		# input): that is not a finding; run the target once more.
 		if grep -q 'context deadline exceeded' "$log" && ! grep -q 'Failing input\|testdata/fuzz/' "$log"; then
 			echo "  the fuzzing run timed out stopping a worker; again"
