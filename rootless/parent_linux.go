@@ -1,6 +1,7 @@
 package rootless
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,8 +9,11 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/rootless-containers/rootlesskit/v3/pkg/network"
 	"github.com/rootless-containers/rootlesskit/v3/pkg/network/slirp4netns"
@@ -105,8 +109,78 @@ func RunParent(ctx context.Context, o ParentOptions) error {
 	// rootlesskit's parent starts /proc/self/exe (this small binary) as
 	// the child, which execs the engine binary named here (Main).
 	os.Setenv(envEngine, o.Engine)
-	return parent.Parent(opt)
+	err := parent.Parent(opt)
+	if engineGone(err) {
+		// rootlesskit's parent returns at once when the engine stops
+		// before the port driver's hand-shake ended (a daemon stopped
+		// right after it started), without waiting for it: its own exit
+		// says how it went.
+		if code, ok := reapEngine(filepath.Base(o.Engine), 5*time.Second); ok {
+			if code == 0 {
+				return nil
+			}
+			return engineExit(code)
+		}
+	}
+	return err
 }
+
+// engineGone reports an error of the port driver's hand-shake that means
+// the engine's end of it closed.
+func engineGone(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// reapEngine waits, up to limit, for this process's child named comm
+// (the engine) to exit and returns its exit status.
+func reapEngine(comm string, limit time.Duration) (int, bool) {
+	if len(comm) > 15 {
+		comm = comm[:15]
+	}
+	pid := 0
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...
+		open, close := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
+		if open < 0 || close < open {
+			continue
+		}
+		f := strings.Fields(string(b[close+1:]))
+		if string(b[open+1:close]) == comm && len(f) > 1 && f[1] == strconv.Itoa(os.Getpid()) {
+			pid, _ = strconv.Atoi(e.Name())
+			break
+		}
+	}
+	if pid == 0 {
+		return 0, false
+	}
+	for deadline := time.Now().Add(limit); ; time.Sleep(10 * time.Millisecond) {
+		var ws syscall.WaitStatus
+		if n, err := syscall.Wait4(pid, &ws, syscall.WNOHANG, nil); err != nil {
+			return 0, false
+		} else if n == pid {
+			if ws.Exited() {
+				return ws.ExitStatus(), true
+			}
+			return 128 + int(ws.Signal()), true
+		}
+		if time.Now().After(deadline) {
+			return 0, false
+		}
+	}
+}
+
+// engineExit is the engine's non-zero exit status.
+type engineExit int
+
+func (e engineExit) Error() string { return fmt.Sprintf("engine exited with status %d", int(e)) }
+
+// ExitCode is the status hutch-ns exits with.
+func (e engineExit) ExitCode() int { return int(e) }
 
 func networkDrivers(o ParentOptions) (network.ParentDriver, port.ParentDriver, error) {
 	bin, err := exec.LookPath("slirp4netns")

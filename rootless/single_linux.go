@@ -111,6 +111,14 @@ func runSingleParent(ctx context.Context, opt parent.Opt, engine string) error {
 		select {
 		case <-portReady:
 		case err := <-portErr:
+			// An engine stopped right after it started ends the port
+			// driver's hand-shake: its own exit says how it went.
+			if werr := cmd.Wait(); werr != nil {
+				return fmt.Errorf("child exited: %w", werr)
+			}
+			if engineGone(err) {
+				return nil
+			}
 			return err
 		}
 	}
