@@ -110,6 +110,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("storage: %w", err)
 		}
 	}
+	if n, err := resetStaleMounts(cs); err != nil {
+		log.Warn("storage: cannot forget the mounts of a daemon that was killed", "reset", n, "err", err)
+	}
 	// Layers of operations a crash interrupted.
 	if n, err := sweepOrphanLayers(cs); err != nil {
 		log.Warn("storage: cannot remove the layers of interrupted operations", "removed", n, "err", err)
