@@ -23,6 +23,7 @@ import (
 	"github.com/hutch-engine/hutch/config"
 	"github.com/hutch-engine/hutch/engine"
 	enet "github.com/hutch-engine/hutch/engine/network"
+	"github.com/hutch-engine/hutch/internal/logging"
 	"github.com/hutch-engine/hutch/rootless"
 	rootlessnet "github.com/hutch-engine/hutch/rootless/network"
 	"github.com/hutch-engine/hutch/rootless/preflight"
@@ -43,14 +44,14 @@ func Run(ctx context.Context, f config.Flags) error {
 		if !ok {
 			return errors.New("started inside a rootlesskit namespace without hutch's configuration: start `hutch daemon` on the host")
 		}
-		return runEngine(ctx, c, newLogger(c.LogLevel))
+		return runEngine(ctx, c, logging.New(c.LogLevel))
 	}
 	c, err := config.Resolve(f)
 	if err != nil {
 		return err
 	}
 	withSbinPath()
-	log := newLogger(c.LogLevel)
+	log := logging.New(c.LogLevel)
 	log.Info("paths", "socket", c.Socket, "state", c.StateDir, "data", c.DataRoot, "runtime-dir", c.RuntimeDirSource, "config", c.ConfigFile)
 	if err := os.MkdirAll(c.DataRoot, 0o700); err != nil {
 		return fmt.Errorf("data root: %w", err)
@@ -298,21 +299,4 @@ func withSbinPath() {
 		}
 	}
 	os.Setenv("PATH", strings.Join(dirs, string(os.PathListSeparator)))
-}
-
-func newLogger(level string) *slog.Logger {
-	var lv slog.Level
-	switch strings.ToLower(level) {
-	case "debug":
-		lv = slog.LevelDebug
-	case "warn", "warning":
-		lv = slog.LevelWarn
-	case "error", "fatal":
-		lv = slog.LevelError
-	default:
-		lv = slog.LevelInfo
-	}
-	l := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lv}))
-	slog.SetDefault(l)
-	return l
 }

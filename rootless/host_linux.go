@@ -5,11 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
-	"strings"
 	"syscall"
 
+	"github.com/hutch-engine/hutch/internal/logging"
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
 )
@@ -72,7 +71,7 @@ func Main() int {
 		os.Remove(h.Socket)
 		os.Remove(h.PidFile)
 	}()
-	h.Parent.Logger = newLogger(h.LogLevel)
+	h.Parent.Logger = logging.New(h.LogLevel)
 	err = RunParent(context.Background(), h.Parent)
 	var ee interface{ ExitCode() int }
 	switch {
@@ -99,20 +98,4 @@ func inheritedHost() (Handover, error) {
 		return h, fmt.Errorf("%s: %w", envHost, err)
 	}
 	return h, nil
-}
-
-// newLogger logs to stderr at the daemon's level, as the engine does.
-func newLogger(level string) *slog.Logger {
-	lv := slog.LevelInfo
-	switch strings.ToLower(level) {
-	case "debug":
-		lv = slog.LevelDebug
-	case "warn", "warning":
-		lv = slog.LevelWarn
-	case "error", "fatal":
-		lv = slog.LevelError
-	}
-	l := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lv}))
-	slog.SetDefault(l)
-	return l
 }
