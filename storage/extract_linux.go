@@ -1,0 +1,708 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"hash"
+	"hash/crc64"
+	"io"
+	"log/slog"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/vbatts/tar-split/archive/tar"
+	"github.com/vbatts/tar-split/tar/storage"
+	"go.podman.io/storage/pkg/archive"
+	"go.podman.io/storage/pkg/idtools"
+	"golang.org/x/sys/unix"
+)
+
+// Layer extraction in the engine's process. containers/storage extracts a
+// layer in a re-executed child chrooted into the layer directory, which
+// costs a second process, a pipe, a second and third parse of the tar
+// stream (its tar-split metadata and its uid log), and three to four times
+// the system calls of tar(1) per file (every path is resolved again from
+// "/", several times). This extractor parses the stream once and resolves
+// every name from directory descriptors (extractfs_linux.go). It follows
+// the library's archive.Unpack rule for rule (the same tar-split metadata,
+// whiteouts, ownership, modes, times, extended attributes and refusals), so
+// a layer is the same whichever of the two made it.
+
+// extractOptions are what the storage driver asks of an extraction.
+type extractOptions struct {
+	idMappings        *idtools.IDMappings
+	ignoreChownErrors bool   // single-UID mode
+	overlayWhiteouts  bool   // whiteouts become 0/0 character devices, opaque markers an xattr
+	opaqueXattr       string // the xattr marking an opaque directory
+	inUserNS          bool   // device nodes cannot be made: they are skipped
+	log               *slog.Logger
+}
+
+// extractResult is what the layer record needs besides the digests.
+type extractResult struct {
+	uids, gids []uint32     // owners in the archive (whiteouts left out)
+	rootMode   *os.FileMode // the mode of the archive's root entry, if any
+}
+
+type dirTimes struct {
+	name         string // cleaned, relative to the root; "" is the root
+	atime, mtime unix.Timespec
+}
+
+type extractor struct {
+	opts    extractOptions
+	root    int
+	rootDir dirHandle
+	dirs    map[string]dirHandle
+	retired []int
+	euid    int
+	egid    int
+	rootIDs [2]int
+	umask   uint32
+	umaskOK bool
+	buf     []byte
+	crc     hash.Hash64
+	times   []dirTimes
+	uids    map[uint32]struct{}
+	gids    map[uint32]struct{}
+	result  extractResult
+	skipped []string // xattrs the file system refused
+}
+
+// extractLayer extracts the uncompressed tar stream r into the empty
+// directory dest and records the stream's tar-split metadata with packer,
+// reading r to its end.
+func extractLayer(r io.Reader, dest string, opts extractOptions, packer storage.Packer) (extractResult, error) {
+	root, err := unix.Open(dest, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return extractResult{}, &os.PathError{Op: "open", Path: dest, Err: err}
+	}
+	if opts.idMappings == nil {
+		opts.idMappings = &idtools.IDMappings{}
+	}
+	if opts.log == nil {
+		opts.log = slog.New(slog.DiscardHandler)
+	}
+	rootPair := opts.idMappings.RootPair()
+	x := &extractor{
+		opts: opts, root: root, dirs: map[string]dirHandle{},
+		euid: os.Geteuid(), egid: os.Getegid(), rootIDs: [2]int{rootPair.UID, rootPair.GID},
+		buf: make([]byte, 256<<10), crc: crc64.New(storage.CRCTable),
+		uids: map[uint32]struct{}{}, gids: map[uint32]struct{}{},
+	}
+	x.umask, x.umaskOK = processUmask()
+	if _, err := unix.Fgetxattr(root, aclDefault, nil); err == nil {
+		x.umaskOK = false // a default ACL, not the umask, shapes new modes
+	}
+	defer x.close()
+	if x.rootDir, err = x.remember("", root); err != nil {
+		return extractResult{}, err
+	}
+	delete(x.dirs, "") // the root is x.rootDir, closed by close
+	if err := x.run(r, packer); err != nil {
+		return extractResult{}, err
+	}
+	if len(x.skipped) > 0 {
+		opts.log.Warn("storage: ignored xattrs in a layer: the file system does not support them", "errors", x.skipped)
+	}
+	for id := range x.uids {
+		x.result.uids = append(x.result.uids, id)
+	}
+	for id := range x.gids {
+		x.result.gids = append(x.result.gids, id)
+	}
+	return x.result, nil
+}
+
+func (x *extractor) close() {
+	x.forgetDirs()
+	x.closeRetired()
+	unix.Close(x.root)
+}
+
+// run is tar-split's disassembly loop (asm.NewInputTarStream) with the
+// extraction of each entry in the middle.
+func (x *extractor) run(r io.Reader, packer storage.Packer) error {
+	segment := func(b []byte) error {
+		if len(b) == 0 {
+			return nil
+		}
+		_, err := packer.AddEntry(storage.Entry{Type: storage.SegmentType, Payload: b})
+		return err
+	}
+	tr := tar.NewReader(r)
+	tr.RawAccounting = true
+	for {
+		x.closeRetired()
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			// Usually 1024 zero bytes.
+			if err := segment(tr.RawBytes()); err != nil {
+				return err
+			}
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if hdr == nil {
+			break
+		}
+		if err := segment(tr.RawBytes()); err != nil {
+			return err
+		}
+		if !strings.HasPrefix(path.Base(hdr.Name), archive.WhiteoutPrefix) {
+			x.uids[uint32(hdr.Uid)] = struct{}{}
+			x.gids[uint32(hdr.Gid)] = struct{}{}
+		}
+		x.crc.Reset()
+		consumed, err := x.entry(hdr, tr)
+		if err != nil {
+			return err
+		}
+		var csum []byte
+		if hdr.Size > 0 {
+			if !consumed {
+				if _, err := io.CopyBuffer(x.crc, tr, x.buf); err != nil {
+					return err
+				}
+			}
+			csum = x.crc.Sum(nil)
+		}
+		e := storage.Entry{Type: storage.FileType, Size: hdr.Size, Payload: csum}
+		e.SetName(hdr.Name)
+		if _, err := packer.AddEntry(e); err != nil {
+			return err
+		}
+		if err := segment(tr.RawBytes()); err != nil {
+			return err
+		}
+	}
+	// Padding after the end of the archive belongs to the layer too.
+	for {
+		n, err := r.Read(x.buf)
+		if err := segment(x.buf[:n]); err != nil {
+			return err
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return x.setDirTimes()
+}
+
+// splitName is containers/storage's createpath.SplitPath: dir is
+// absolute and clean, base never contains "/" and is "." only for the
+// root.
+func splitName(name string) (dir, base string) {
+	p := filepath.Clean("/" + name)
+	dir, base = filepath.Split(p)
+	if base == "" {
+		base = "."
+	}
+	if dir = strings.TrimSuffix(dir, "/"); dir == "" {
+		dir = "/"
+	}
+	return dir, base
+}
+
+// relDir turns splitName's dir into a cache key: relative, "" for the root.
+func relDir(dir string) string { return strings.TrimPrefix(dir, "/") }
+
+// aclDefault is the xattr of a directory's default ACL.
+const aclDefault = "system.posix_acl_default"
+
+// entry extracts one archive entry. consumed reports whether its content
+// went through x.crc.
+func (x *extractor) entry(hdr *tar.Header, content io.Reader) (consumed bool, err error) {
+	// Names are taken as absolute in the layer, as in the library's
+	// chroot, where "/" is the destination and "../x" is "/x".
+	dir, base := splitName(hdr.Name)
+	uid, gid := hdr.Uid, hdr.Gid
+	if !x.opts.idMappings.Empty() {
+		ids, err := x.opts.idMappings.ToHost(idtools.IDPair{UID: uid, GID: gid})
+		if err != nil {
+			return false, err
+		}
+		uid, gid = ids.UID, ids.GID
+	}
+	if dir == "/" && base == "." {
+		if hdr.Typeflag != tar.TypeDir {
+			return false, fmt.Errorf("refusing to act on a non-directory entry as the archive root")
+		}
+		return false, x.rootEntry(hdr, uid, gid)
+	}
+	whiteout := x.opts.overlayWhiteouts && strings.HasPrefix(base, archive.WhiteoutPrefix)
+	parent, err := x.dir(relDir(dir))
+	if err != nil {
+		if whiteout && errors.Is(err, unix.ENOTDIR) {
+			// /.wh.foo then /foo/.wh.bar: foo is already a whiteout.
+			return false, nil
+		}
+		return false, err
+	}
+	if whiteout {
+		return false, x.whiteout(parent, dir, base, uid, gid)
+	}
+	e := entryCtx{hdr: hdr, parent: parent, key: joinRel(relDir(dir), base), base: base, uid: uid, gid: gid}
+	switch hdr.Typeflag {
+	case tar.TypeDir:
+		return false, x.mkdir(&e)
+	case tar.TypeReg:
+		return true, x.file(&e, content)
+	case tar.TypeBlock, tar.TypeChar:
+		if x.opts.inUserNS {
+			return false, nil // no device nodes in a user namespace
+		}
+		return false, x.node(&e)
+	case tar.TypeFifo:
+		return false, x.node(&e)
+	case tar.TypeLink:
+		return false, x.hardlink(&e)
+	case tar.TypeSymlink:
+		return false, x.symlink(&e)
+	case tar.TypeXGlobalHeader:
+		return false, nil
+	}
+	return false, fmt.Errorf("unhandled tar header type %d", hdr.Typeflag)
+}
+
+// entryCtx is one entry being extracted.
+type entryCtx struct {
+	hdr      *tar.Header
+	parent   dirHandle
+	key      string // the entry's cleaned relative name
+	base     string
+	uid, gid int
+}
+
+func (e *entryCtx) mode() uint32 { return uint32(e.hdr.Mode) & 0o7777 }
+
+// atime is the access time containers/storage gives non-directories: never
+// before the modification time.
+func (e *entryCtx) atime() (a, m unix.Timespec) {
+	at := e.hdr.AccessTime
+	if at.Before(e.hdr.ModTime) {
+		at = e.hdr.ModTime
+	}
+	ts := chtimesSpec(at, e.hdr.ModTime)
+	return ts[0], ts[1]
+}
+
+func (x *extractor) rootEntry(hdr *tar.Header, uid, gid int) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(x.root, &st); err != nil {
+		return err
+	}
+	if int(st.Uid) != uid || int(st.Gid) != gid {
+		if err := x.chown(x.root, ".", x.rootDir, uid, gid); err != nil {
+			return err
+		}
+	}
+	mode := uint32(hdr.Mode) & 0o7777
+	if err := unix.Fchmod(x.root, mode); err != nil {
+		return &os.PathError{Op: "chmod", Path: "/", Err: err}
+	}
+	if err := x.xattrs(hdr, x.root, -1, "."); err != nil {
+		return err
+	}
+	fm := os.FileMode(mode & 0o777)
+	if mode&unix.S_ISUID != 0 {
+		fm |= os.ModeSetuid
+	}
+	if mode&unix.S_ISGID != 0 {
+		fm |= os.ModeSetgid
+	}
+	if mode&unix.S_ISVTX != 0 {
+		fm |= os.ModeSticky
+	}
+	fm |= os.ModeDir
+	x.result.rootMode = &fm
+	x.rootDir.setgid, x.rootDir.gid = mode&unix.S_ISGID != 0, uint32(gid)
+	ts := chtimesSpec(hdr.AccessTime, hdr.ModTime)
+	x.times = append(x.times, dirTimes{name: "", atime: ts[0], mtime: ts[1]})
+	return nil
+}
+
+// whiteout converts an AUFS whiteout to overlay's form, as the library's
+// overlayWhiteoutConverter does.
+func (x *extractor) whiteout(parent dirHandle, dir, base string, uid, gid int) error {
+	if base == archive.WhiteoutOpaqueDir {
+		if err := unix.Fsetxattr(parent.fd, x.opts.opaqueXattr, []byte{'y'}, 0); err != nil {
+			return &os.PathError{Op: "setxattr", Path: dir, Err: err}
+		}
+		return nil
+	}
+	orig := strings.TrimPrefix(base, archive.WhiteoutPrefix)
+	if orig == "" || orig == "." || orig == ".." {
+		return fmt.Errorf("invalid whiteout path %q", path.Join(dir, base))
+	}
+	if err := unix.Mknodat(parent.fd, orig, unix.S_IFCHR, 0); err != nil {
+		if err == unix.ENOTDIR {
+			return nil
+		}
+		return &os.PathError{Op: "mknod", Path: path.Join(dir, orig), Err: err}
+	}
+	return x.chownNew(-1, orig, parent, uid, gid)
+}
+
+// replace makes room for a new entry where base exists in parent. A
+// directory stays when the new entry is a directory too (merge).
+func (x *extractor) replace(e *entryCtx) (merge bool, err error) {
+	var st unix.Stat_t
+	if err := unix.Fstatat(e.parent.fd, e.base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return false, &os.PathError{Op: "lstat", Path: e.key, Err: err}
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR && e.hdr.Typeflag == tar.TypeDir {
+		return true, nil
+	}
+	x.forgetDirs()
+	if err := removeAt(e.parent.fd, e.base); err != nil {
+		return false, &os.PathError{Op: "remove", Path: e.key, Err: err}
+	}
+	return false, nil
+}
+
+// created is how the kernel made a new entry: the mode given less the
+// umask (and, for directories, the setgid bit of a setgid parent).
+func (x *extractor) needsChmod(e *entryCtx, isDir bool) bool {
+	if !x.umaskOK {
+		return true
+	}
+	want := e.mode()
+	got := want & 0o777 &^ x.umask
+	if isDir {
+		got |= want & unix.S_ISVTX
+		if e.parent.setgid {
+			got |= unix.S_ISGID
+		}
+	}
+	return got != want
+}
+
+func (x *extractor) mkdir(e *entryCtx) error {
+	merge := false
+	for {
+		err := unix.Mkdirat(e.parent.fd, e.base, e.mode()&0o1777)
+		if err == nil {
+			break
+		}
+		if err != unix.EEXIST {
+			return &os.PathError{Op: "mkdir", Path: e.key, Err: err}
+		}
+		if merge, err = x.replace(e); err != nil {
+			return err
+		}
+		if merge {
+			break
+		}
+	}
+	fd, err := unix.Openat(e.parent.fd, e.base, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &os.PathError{Op: "open", Path: e.key, Err: err}
+	}
+	d, err := x.dirMeta(e, fd, merge)
+	if err != nil {
+		unix.Close(fd)
+		return err
+	}
+	if len(x.dirs) >= maxCachedDirs {
+		x.forgetDirs()
+	}
+	if old, ok := x.dirs[e.key]; ok {
+		x.retired = append(x.retired, old.fd)
+	}
+	x.dirs[e.key] = d
+	ts := chtimesSpec(e.hdr.AccessTime, e.hdr.ModTime)
+	x.times = append(x.times, dirTimes{name: e.key, atime: ts[0], mtime: ts[1]})
+	return nil
+}
+
+// dirMeta sets owner, mode and xattrs of a directory made (or merged) for
+// e and returns it as a cache entry.
+func (x *extractor) dirMeta(e *entryCtx, fd int, merge bool) (dirHandle, error) {
+	chowned := false
+	if merge {
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			return dirHandle{}, err
+		}
+		if int(st.Uid) != e.uid || int(st.Gid) != e.gid {
+			if err := x.chown(fd, e.key, e.parent, e.uid, e.gid); err != nil {
+				return dirHandle{}, err
+			}
+			chowned = true
+		}
+	} else {
+		var err error
+		if chowned, err = x.chownNewReport(fd, e); err != nil {
+			return dirHandle{}, err
+		}
+	}
+	if merge || chowned || x.needsChmod(e, true) {
+		if err := unix.Fchmod(fd, e.mode()); err != nil {
+			return dirHandle{}, &os.PathError{Op: "chmod", Path: e.key, Err: err}
+		}
+	}
+	if err := x.xattrs(e.hdr, fd, -1, e.key); err != nil {
+		return dirHandle{}, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return dirHandle{}, err
+	}
+	return dirHandle{fd: fd, setgid: st.Mode&unix.S_ISGID != 0, gid: st.Gid}, nil
+}
+
+// chownNewReport is chownNew for e's new entry open as fd, reporting
+// whether it changed the owner.
+func (x *extractor) chownNewReport(fd int, e *entryCtx) (bool, error) {
+	haveGID := x.egid
+	if e.parent.setgid {
+		haveGID = int(e.parent.gid)
+	}
+	if e.uid == x.euid && e.gid == haveGID {
+		return false, nil
+	}
+	return true, x.chown(fd, e.key, e.parent, e.uid, e.gid)
+}
+
+func (x *extractor) file(e *entryCtx, content io.Reader) error {
+	var fd int
+	for {
+		var err error
+		fd, err = unix.Openat(e.parent.fd, e.base, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, e.mode()&0o777)
+		if err == nil {
+			break
+		}
+		if err != unix.EEXIST {
+			return &os.PathError{Op: "open", Path: e.key, Err: err}
+		}
+		if _, err := x.replace(e); err != nil {
+			return err
+		}
+	}
+	err := x.fileBody(e, fd, content)
+	if cerr := unix.Close(fd); err == nil && cerr != nil {
+		err = &os.PathError{Op: "close", Path: e.key, Err: cerr}
+	}
+	return err
+}
+
+func (x *extractor) fileBody(e *entryCtx, fd int, content io.Reader) error {
+	for {
+		n, rerr := content.Read(x.buf)
+		if n > 0 {
+			x.crc.Write(x.buf[:n])
+			if err := writeAll(fd, x.buf[:n]); err != nil {
+				return &os.PathError{Op: "write", Path: e.key, Err: err}
+			}
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			return rerr
+		}
+	}
+	chowned, err := x.chownNewReport(fd, e)
+	if err != nil {
+		return err
+	}
+	if chowned || x.needsChmod(e, false) {
+		if err := unix.Fchmod(fd, e.mode()); err != nil {
+			return &os.PathError{Op: "chmod", Path: e.key, Err: err}
+		}
+	}
+	a, m := e.atime()
+	if err := futimens(fd, &[2]unix.Timespec{a, m}); err != nil {
+		return &os.PathError{Op: "chtimes", Path: e.key, Err: err}
+	}
+	return x.xattrs(e.hdr, fd, -1, e.key)
+}
+
+func writeAll(fd int, b []byte) error {
+	for len(b) > 0 {
+		n, err := unix.Write(fd, b)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		b = b[n:]
+	}
+	return nil
+}
+
+// node makes a device node or a FIFO.
+func (x *extractor) node(e *entryCtx) error {
+	mode := e.mode()
+	switch e.hdr.Typeflag {
+	case tar.TypeBlock:
+		mode |= unix.S_IFBLK
+	case tar.TypeChar:
+		mode |= unix.S_IFCHR
+	default:
+		mode |= unix.S_IFIFO
+	}
+	dev := int(unix.Mkdev(uint32(e.hdr.Devmajor), uint32(e.hdr.Devminor)))
+	for {
+		err := unix.Mknodat(e.parent.fd, e.base, mode, dev)
+		if err == nil {
+			break
+		}
+		if err != unix.EEXIST {
+			return &os.PathError{Op: "mknod", Path: e.key, Err: err}
+		}
+		if _, err := x.replace(e); err != nil {
+			return err
+		}
+	}
+	if err := x.chownNew(-1, e.base, e.parent, e.uid, e.gid); err != nil {
+		return err
+	}
+	// Not a symlink (just made): following is harmless, and fchmodat
+	// cannot refuse to follow before Linux 6.6.
+	if err := unix.Fchmodat(e.parent.fd, e.base, e.mode(), 0); err != nil {
+		return &os.PathError{Op: "chmod", Path: e.key, Err: err}
+	}
+	a, m := e.atime()
+	if err := unix.UtimesNanoAt(e.parent.fd, e.base, []unix.Timespec{a, m}, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return &os.PathError{Op: "chtimes", Path: e.key, Err: err}
+	}
+	return x.xattrs(e.hdr, -1, e.parent.fd, e.base)
+}
+
+func (x *extractor) symlink(e *entryCtx) error {
+	for {
+		err := unix.Symlinkat(e.hdr.Linkname, e.parent.fd, e.base)
+		if err == nil {
+			break
+		}
+		if err != unix.EEXIST {
+			return &os.PathError{Op: "symlink", Path: e.key, Err: err}
+		}
+		if _, err := x.replace(e); err != nil {
+			return err
+		}
+	}
+	if err := x.chownNew(-1, e.base, e.parent, e.uid, e.gid); err != nil {
+		return err
+	}
+	at := e.hdr.AccessTime
+	if at.Before(e.hdr.ModTime) {
+		at = e.hdr.ModTime
+	}
+	ts := lutimesSpec(at, e.hdr.ModTime)
+	if err := unix.UtimesNanoAt(e.parent.fd, e.base, ts[:], unix.AT_SYMLINK_NOFOLLOW); err != nil && err != unix.ENOSYS {
+		return &os.PathError{Op: "lutimes", Path: e.key, Err: err}
+	}
+	return x.xattrs(e.hdr, -1, e.parent.fd, e.base)
+}
+
+// hardlink links to an entry of the layer; its target is resolved in the
+// layer like any name.
+func (x *extractor) hardlink(e *entryCtx) error {
+	tdir, tbase := splitName(e.hdr.Linkname)
+	tfd, err := openInRoot(x.root, relDir(tdir), unix.O_PATH|unix.O_DIRECTORY)
+	if err != nil {
+		return &os.PathError{Op: "link", Path: e.hdr.Linkname, Err: err}
+	}
+	defer unix.Close(tfd)
+	for {
+		err := unix.Linkat(tfd, tbase, e.parent.fd, e.base, 0)
+		if err == nil {
+			break
+		}
+		if err != unix.EEXIST {
+			return &os.PathError{Op: "link", Path: e.key, Err: err}
+		}
+		if _, err := x.replace(e); err != nil {
+			return err
+		}
+	}
+	var st unix.Stat_t
+	if err := unix.Fstatat(e.parent.fd, e.base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return &os.PathError{Op: "lstat", Path: e.key, Err: err}
+	}
+	if int(st.Uid) != e.uid || int(st.Gid) != e.gid {
+		if err := x.chown(-1, e.base, e.parent, e.uid, e.gid); err != nil {
+			return err
+		}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFLNK {
+		if err := unix.Fchmodat(e.parent.fd, e.base, e.mode(), 0); err != nil {
+			return &os.PathError{Op: "chmod", Path: e.key, Err: err}
+		}
+		a, m := e.atime()
+		if err := unix.UtimesNanoAt(e.parent.fd, e.base, []unix.Timespec{a, m}, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return &os.PathError{Op: "chtimes", Path: e.key, Err: err}
+		}
+	}
+	return x.xattrs(e.hdr, -1, e.parent.fd, e.base)
+}
+
+// xattrs sets the archive's SCHILY.xattr records on fd (or on name in
+// dir). Attributes the file system or the user namespace refuses are
+// skipped with a warning, as the library does.
+func (x *extractor) xattrs(hdr *tar.Header, fd, dir int, name string) error {
+	for key, value := range hdr.PAXRecords {
+		attr, ok := strings.CutPrefix(key, archive.PaxSchilyXattr)
+		if !ok || attr == "security.selinux" {
+			continue
+		}
+		if attr == aclDefault {
+			x.umaskOK = false
+		}
+		if err := setxattr(fd, dir, name, attr, []byte(value)); err != nil {
+			if err == unix.ENOTSUP || (x.opts.inUserNS && err == unix.EPERM) {
+				x.skipped = append(x.skipped, fmt.Sprintf("%s: %s: %v", name, attr, err))
+				continue
+			}
+			return &os.PathError{Op: "setxattr", Path: name, Err: err}
+		}
+	}
+	return nil
+}
+
+// setDirTimes sets directory times last, as creating entries in them
+// changes them.
+func (x *extractor) setDirTimes() error {
+	for _, t := range x.times {
+		ts := [2]unix.Timespec{t.atime, t.mtime}
+		if t.name == "" {
+			if err := futimens(x.root, &ts); err != nil {
+				return &os.PathError{Op: "chtimes", Path: "/", Err: err}
+			}
+			continue
+		}
+		if d, ok := x.dirs[t.name]; ok {
+			// Still what the name leads to: a replacement empties the cache.
+			if err := futimens(d.fd, &ts); err != nil {
+				return &os.PathError{Op: "chtimes", Path: t.name, Err: err}
+			}
+			continue
+		}
+		dir, base := splitName(t.name)
+		fd, err := openInRoot(x.root, relDir(dir), unix.O_PATH|unix.O_DIRECTORY)
+		if err != nil {
+			return &os.PathError{Op: "open", Path: dir, Err: err}
+		}
+		var st unix.Stat_t
+		err = unix.Fstatat(fd, base, &st, unix.AT_SYMLINK_NOFOLLOW)
+		if err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			err = unix.UtimesNanoAt(fd, base, ts[:], unix.AT_SYMLINK_NOFOLLOW)
+		}
+		unix.Close(fd)
+		if err != nil {
+			return &os.PathError{Op: "chtimes", Path: t.name, Err: err}
+		}
+	}
+	return nil
+}
