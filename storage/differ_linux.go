@@ -47,11 +47,16 @@ func (s *Store) canStage() bool {
 // The caller commits or cleans up the result.
 func (s *Store) stageLayer(ctx context.Context, src types.ImageSource, l *layerFetch, progress *pullProgress) (*graphdriver.DriverWithDifferOutput, error) {
 	start := time.Now()
-	rc, _, err := src.GetBlob(ctx, l.blob, none.NoCache)
+	blobCtx, cancel := context.WithCancel(ctx)
+	rc, _, err := src.GetBlob(blobCtx, l.blob, none.NoCache)
 	if err != nil {
+		cancel()
 		return nil, fmt.Errorf("reading blob %s: %w", l.blob.Digest, err)
 	}
 	defer rc.Close()
+	// After a failed extraction the decompressor may still be reading:
+	// cancelling the request ends that read before the body is closed.
+	defer cancel()
 	body := &progressReader{r: rc, total: l.blob.Size, report: func(n int64) { progress.fetchRead(l.blob.Digest, n) }}
 	d := &streamDiffer{blob: l.blob, diffID: l.diffID, body: body, log: s.log}
 	out, err := s.cs.PrepareStagedLayer(nil, d)
@@ -116,11 +121,11 @@ func (d *streamDiffer) extract(dest string, options *archive.TarOptions, ts *os.
 	if err != nil {
 		return extractResult{}, 0, fmt.Errorf("reading blob %s: %w", d.blob.Digest, err)
 	}
-	defer plain.Close()
-	uncompressed := &countingReader{r: plain, h: sha256.New()}
+	uncompressed := newHashedStream(plain, sha256.New())
+	defer uncompressed.Close()
 
 	tsw := bufio.NewWriterSize(ts, 256<<10)
-	res, err := extractLayer(bufio.NewReaderSize(uncompressed, 128<<10), dest, extractOptions{
+	res, err := extractLayer(uncompressed, dest, extractOptions{
 		idMappings:        idMappingsOf(options),
 		ignoreChownErrors: options.IgnoreChownErrors,
 		overlayWhiteouts:  options.WhiteoutFormat == archive.OverlayWhiteoutFormat,
@@ -134,7 +139,8 @@ func (d *streamDiffer) extract(dest string, options *archive.TarOptions, ts *os.
 	if err := tsw.Flush(); err != nil {
 		return extractResult{}, 0, err
 	}
-	// The whole blob counts, whatever follows the compressed stream.
+	// The whole blob counts, whatever follows the compressed stream
+	// (the decompressor is closed: its read-ahead is over).
 	if _, err := io.Copy(io.Discard, compressed); err != nil {
 		return extractResult{}, 0, fmt.Errorf("reading blob %s: %w", d.blob.Digest, err)
 	}
@@ -167,6 +173,96 @@ func (c *countingReader) Read(b []byte) (int, error) {
 	c.n += int64(n)
 	c.h.Write(b[:n])
 	return n, err
+}
+
+// hashedStream reads a stream in a goroutine of its own, hashing and
+// counting it there, and hands it on in chunks: the digest of the
+// uncompressed layer costs the extraction's goroutine nothing. The
+// goroutine owns r and closes it when it ends. Sum and n are valid once
+// Read returned io.EOF.
+type hashedStream struct {
+	chunks chan []byte
+	free   chan []byte
+	quit   chan struct{}
+	buf    []byte // the chunk being read, whole
+	cur    []byte // what is left of it
+	err    error  // set before chunks is closed
+	h      hash.Hash
+	n      int64
+}
+
+const hashedChunk = 256 << 10
+
+func newHashedStream(r io.ReadCloser, h hash.Hash) *hashedStream {
+	s := &hashedStream{chunks: make(chan []byte, 3), free: make(chan []byte, 4), quit: make(chan struct{}), h: h}
+	for range cap(s.free) {
+		s.free <- make([]byte, hashedChunk)
+	}
+	go s.fill(r)
+	return s
+}
+
+func (s *hashedStream) fill(r io.ReadCloser) {
+	err := func() error {
+		for {
+			var buf []byte
+			select {
+			case buf = <-s.free:
+			case <-s.quit:
+				return nil
+			}
+			n, err := io.ReadAtLeast(r, buf[:hashedChunk], hashedChunk)
+			if n > 0 {
+				s.h.Write(buf[:n])
+				s.n += int64(n)
+				select {
+				case s.chunks <- buf[:n]:
+				case <-s.quit:
+					return nil
+				}
+			}
+			if err == io.ErrUnexpectedEOF {
+				err = io.EOF
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}()
+	if cerr := r.Close(); err == io.EOF && cerr != nil {
+		err = cerr
+	}
+	s.err = err
+	close(s.chunks)
+}
+
+func (s *hashedStream) Read(p []byte) (int, error) {
+	if len(s.cur) == 0 {
+		if s.buf != nil {
+			s.free <- s.buf
+			s.buf = nil
+		}
+		b, ok := <-s.chunks
+		if !ok {
+			if s.err == nil {
+				return 0, io.ErrClosedPipe
+			}
+			return 0, s.err
+		}
+		s.buf, s.cur = b[:cap(b)], b
+	}
+	n := copy(p, s.cur)
+	s.cur = s.cur[n:]
+	return n, nil
+}
+
+// Close stops the goroutine; it does not wait for a read under way.
+func (s *hashedStream) Close() {
+	select {
+	case <-s.quit:
+	default:
+		close(s.quit)
+	}
 }
 
 // pruneStaging removes staging directories a killed daemon left behind;

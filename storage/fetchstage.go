@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 	"syscall"
 
@@ -125,6 +126,11 @@ func (s *Store) commitStaged(l *layerFetch, out *graphdriver.DriverWithDifferOut
 		return fmt.Errorf("applying layer %s: %w", l.blob.Digest, err)
 	}
 	hooked.noteCreated(layer.ID)
+	// The driver moved the content and dropped its lock file, and leaves
+	// the empty staging directory until shutdown.
+	if err := os.Remove(filepath.Dir(out.Target)); err != nil {
+		s.log.Debug("storage: staging directory kept", "dir", filepath.Dir(out.Target), "err", err)
+	}
 	if tracked {
 		hooked.progress.extractDone(l.blob.Digest, true)
 	}
