@@ -152,6 +152,11 @@ var extractCases = []struct {
 	{name: "dir replaced by symlink", entries: []tarEntry{
 		dir("d/", 0o755), file("d/f", "f", 0o644), symlink("/d", "e"), dir("e/", 0o755), file("/d/g", "g", 0o644),
 	}, hostPaths: true},
+	{name: "dangling symlink parents", entries: []tarEntry{
+		symlink("a", "b"), file("a/x", "x", 0o644), symlink("c", "/d/e"), file("c/f", "f", 0o644),
+		dir("g/", 0o755), symlink("g/h", "../i"), file("g/h/j", "j", 0o644),
+	}, hostPaths: true},
+	{name: "symlink loop", entries: []tarEntry{symlink("l1", "l2"), symlink("l2", "l1"), file("l1/x", "x", 0o644)}},
 	{name: "hardlink dot dot", entries: []tarEntry{file("outside", "o", 0o644), hardlink("h", "../outside")}},
 }
 

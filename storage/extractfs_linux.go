@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"strconv"
 	"strings"
 	"sync"
@@ -81,36 +82,68 @@ func (x *extractor) remember(name string, fd int) (dirHandle, error) {
 }
 
 func (x *extractor) mkdirAll(name string) (dirHandle, error) {
+	for range 255 {
+		d, next, err := x.mkdirAllOnce(name)
+		if next == "" {
+			return d, err
+		}
+		name = next
+	}
+	return dirHandle{}, &os.PathError{Op: "mkdir", Path: name, Err: unix.ELOOP}
+}
+
+// mkdirAllOnce creates the missing elements of name. When an element is
+// a dangling symlink it returns the name that symlink leads to instead,
+// as containers/storage (SecureJoin, then MkdirAll) follows it.
+func (x *extractor) mkdirAllOnce(name string) (_ dirHandle, next string, _ error) {
 	parent, parentName := x.rootDir, ""
-	for elem := range strings.SplitSeq(name, "/") {
+	elems := strings.Split(name, "/")
+	for i, elem := range elems {
 		cur := joinRel(parentName, elem)
 		d, ok := x.dirs[cur]
 		if !ok {
 			fd, err := openInRoot(x.root, cur, unix.O_RDONLY|unix.O_DIRECTORY)
 			if err == unix.ENOENT {
-				if err := unix.Mkdirat(parent.fd, elem, 0o777); err != nil {
-					// EEXIST: a dangling symlink, which containers/storage
-					// would follow; refused here.
-					return dirHandle{}, &os.PathError{Op: "mkdir", Path: cur, Err: err}
+				err = unix.Mkdirat(parent.fd, elem, 0o777)
+				if err == unix.EEXIST {
+					target, lerr := readlinkAt(parent.fd, elem)
+					if lerr != nil {
+						return dirHandle{}, "", &os.PathError{Op: "mkdir", Path: cur, Err: err}
+					}
+					if !path.IsAbs(target) {
+						target = path.Join(parentName, target)
+					}
+					rest := path.Join(append([]string{"/", target}, elems[i+1:]...)...)
+					return dirHandle{}, strings.TrimPrefix(rest, "/"), nil
 				}
-				fd, err = unix.Openat(parent.fd, elem, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 				if err == nil {
-					err = x.chownNew(fd, cur, parent, x.rootIDs[0], x.rootIDs[1])
-					if err != nil {
+					fd, err = unix.Openat(parent.fd, elem, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+				}
+				if err == nil {
+					if err = x.chownNew(fd, cur, parent, x.rootIDs[0], x.rootIDs[1]); err != nil {
 						unix.Close(fd)
 					}
 				}
 			}
 			if err != nil {
-				return dirHandle{}, &os.PathError{Op: "open", Path: cur, Err: err}
+				return dirHandle{}, "", &os.PathError{Op: "mkdir", Path: cur, Err: err}
 			}
 			if d, err = x.remember(cur, fd); err != nil {
-				return dirHandle{}, err
+				return dirHandle{}, "", err
 			}
 		}
 		parent, parentName = d, cur
 	}
-	return parent, nil
+	return parent, "", nil
+}
+
+func readlinkAt(dir int, name string) (string, error) {
+	buf := make([]byte, unix.PathMax)
+	n, err := unix.Readlinkat(dir, name, buf)
+	if err != nil {
+		return "", err
+	}
+	return string(buf[:n]), nil
 }
 
 // forgetDirs empties the cache: after an entry was removed or replaced,
