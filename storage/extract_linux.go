@@ -3,8 +3,6 @@ package storage
 import (
 	"errors"
 	"fmt"
-	"hash"
-	"hash/crc64"
 	"io"
 	"log/slog"
 	"os"
@@ -62,8 +60,7 @@ type extractor struct {
 	rootIDs [2]int
 	umask   uint32
 	umaskOK bool
-	buf     []byte
-	crc     hash.Hash64
+	meta    *metaPipe
 	times   []dirTimes
 	uids    map[uint32]struct{}
 	gids    map[uint32]struct{}
@@ -89,7 +86,6 @@ func extractLayer(r io.Reader, dest string, opts extractOptions, packer storage.
 	x := &extractor{
 		opts: opts, root: root, dirs: map[string]dirHandle{},
 		euid: os.Geteuid(), egid: os.Getegid(), rootIDs: [2]int{rootPair.UID, rootPair.GID},
-		buf: make([]byte, 256<<10), crc: crc64.New(storage.CRCTable),
 		uids: map[uint32]struct{}{}, gids: map[uint32]struct{}{},
 	}
 	x.umask, x.umaskOK = processUmask()
@@ -123,25 +119,32 @@ func (x *extractor) close() {
 }
 
 // run is tar-split's disassembly loop (asm.NewInputTarStream) with the
-// extraction of each entry in the middle.
+// extraction of each entry in the middle; the metadata itself is made in
+// a metaPipe.
 func (x *extractor) run(r io.Reader, packer storage.Packer) error {
-	segment := func(b []byte) error {
-		if len(b) == 0 {
-			return nil
-		}
-		_, err := packer.AddEntry(storage.Entry{Type: storage.SegmentType, Payload: b})
+	x.meta = newMetaPipe(packer)
+	err := x.entries(r)
+	if merr := x.meta.close(); merr != nil {
+		return merr // a name twice: what stopped the extraction
+	}
+	if err != nil {
 		return err
 	}
+	return x.setDirTimes()
+}
+
+func (x *extractor) entries(r io.Reader) error {
 	tr := tar.NewReader(r)
 	tr.RawAccounting = true
 	for {
 		x.closeRetired()
+		if x.meta.failed.Load() {
+			return nil
+		}
 		hdr, err := tr.Next()
 		if err == io.EOF {
 			// Usually 1024 zero bytes.
-			if err := segment(tr.RawBytes()); err != nil {
-				return err
-			}
+			x.meta.segment(tr.RawBytes())
 			break
 		}
 		if err != nil {
@@ -150,50 +153,60 @@ func (x *extractor) run(r io.Reader, packer storage.Packer) error {
 		if hdr == nil {
 			break
 		}
-		if err := segment(tr.RawBytes()); err != nil {
-			return err
-		}
+		x.meta.segment(tr.RawBytes())
 		if !strings.HasPrefix(path.Base(hdr.Name), archive.WhiteoutPrefix) {
 			x.uids[uint32(hdr.Uid)] = struct{}{}
 			x.gids[uint32(hdr.Gid)] = struct{}{}
 		}
-		x.crc.Reset()
 		consumed, err := x.entry(hdr, tr)
 		if err != nil {
 			return err
 		}
-		var csum []byte
-		if hdr.Size > 0 {
-			if !consumed {
-				if _, err := io.CopyBuffer(x.crc, tr, x.buf); err != nil {
-					return err
-				}
+		if hdr.Size > 0 && !consumed {
+			if err := x.readContent(tr, -1); err != nil {
+				return err
 			}
-			csum = x.crc.Sum(nil)
 		}
-		e := storage.Entry{Type: storage.FileType, Size: hdr.Size, Payload: csum}
-		e.SetName(hdr.Name)
-		if _, err := packer.AddEntry(e); err != nil {
-			return err
-		}
-		if err := segment(tr.RawBytes()); err != nil {
-			return err
-		}
+		x.meta.file(hdr.Name, hdr.Size)
+		x.meta.segment(tr.RawBytes())
 	}
 	// Padding after the end of the archive belongs to the layer too.
 	for {
-		n, err := r.Read(x.buf)
-		if err := segment(x.buf[:n]); err != nil {
-			return err
+		buf := x.meta.space()
+		n, err := r.Read(buf)
+		if n > 0 {
+			x.meta.rawSegment(n)
 		}
 		if err == io.EOF {
-			break
+			return nil
 		}
 		if err != nil {
 			return err
 		}
 	}
-	return x.setDirTimes()
+}
+
+// readContent reads the current entry's content for the metadata,
+// writing it to fd unless fd < 0.
+func (x *extractor) readContent(content io.Reader, fd int) error {
+	for {
+		buf := x.meta.space()
+		n, rerr := content.Read(buf)
+		if n > 0 {
+			x.meta.content(n)
+			if fd >= 0 {
+				if err := writeAll(fd, buf[:n]); err != nil {
+					return &os.PathError{Op: "write", Path: "", Err: err}
+				}
+			}
+		}
+		if rerr == io.EOF {
+			return nil
+		}
+		if rerr != nil {
+			return rerr
+		}
+	}
 }
 
 // splitName is containers/storage's createpath.SplitPath: dir is
@@ -495,20 +508,12 @@ func (x *extractor) file(e *entryCtx, content io.Reader) error {
 }
 
 func (x *extractor) fileBody(e *entryCtx, fd int, content io.Reader) error {
-	for {
-		n, rerr := content.Read(x.buf)
-		if n > 0 {
-			x.crc.Write(x.buf[:n])
-			if err := writeAll(fd, x.buf[:n]); err != nil {
-				return &os.PathError{Op: "write", Path: e.key, Err: err}
-			}
+	if err := x.readContent(content, fd); err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			pe.Path = e.key
 		}
-		if rerr == io.EOF {
-			break
-		}
-		if rerr != nil {
-			return rerr
-		}
+		return err
 	}
 	chowned, err := x.chownNewReport(fd, e)
 	if err != nil {
