@@ -108,10 +108,20 @@ func chainID(parent string, diffID digest.Digest) string {
 	return digest.Canonical.FromString(parent + "+" + diffID.Encoded()).Encoded()
 }
 
-// fetchLayers downloads the missing layers, at most parallel at a time in
-// manifest order, and applies them in order through hooked (which reports
-// extraction and remembers what was created).
+// fetchLayers fetches the missing layers: streamed into staging
+// directories where the driver allows it (fetchstage.go), else downloaded
+// to files first.
 func (s *Store) fetchLayers(ctx context.Context, src types.ImageSource, layers []*layerFetch, parallel int, hooked *hookedStore) error {
+	if s.canStage() {
+		return s.streamLayers(ctx, src, layers, parallel, hooked)
+	}
+	return s.downloadLayers(ctx, src, layers, parallel, hooked)
+}
+
+// downloadLayers downloads the missing layers, at most parallel at a time
+// in manifest order, and applies them in order through hooked (which
+// reports extraction and remembers what was created).
+func (s *Store) downloadLayers(ctx context.Context, src types.ImageSource, layers []*layerFetch, parallel int, hooked *hookedStore) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 

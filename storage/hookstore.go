@@ -17,6 +17,7 @@ import (
 type hookedStore struct {
 	cstorage.Store
 	progress *pullProgress // nil: no progress to report (import, load)
+	locks    *keyedLocks   // the store's layer ID locks
 
 	mu      sync.Mutex
 	created []string // layer IDs created by this pull, in order
@@ -36,17 +37,25 @@ func (h *hookedStore) PutLayer(id, parent string, names []string, mountLabel str
 			diff = &progressReader{r: diff, total: total, report: func(n int64) { h.progress.extracting(blob, n) }}
 		}
 	}
+	if id != "" && h.locks != nil {
+		defer h.locks.lock(id)()
+	}
 	layer, n, err := h.Store.PutLayer(id, parent, names, mountLabel, writeable, options, diff)
 	if err == nil && layer != nil {
-		h.mu.Lock()
-		h.created = append(h.created, layer.ID)
-		h.mu.Unlock()
+		h.noteCreated(layer.ID)
 	}
 	if tracked {
 		// A concurrent pull committing the same layer first is success too.
 		h.progress.extractDone(blob, err == nil || errors.Is(err, cstorage.ErrDuplicateID))
 	}
 	return layer, n, err
+}
+
+// noteCreated records a layer this pull created.
+func (h *hookedStore) noteCreated(id string) {
+	h.mu.Lock()
+	h.created = append(h.created, id)
+	h.mu.Unlock()
 }
 
 func (h *hookedStore) createdLayers() []string {

@@ -66,7 +66,7 @@ func (s *Store) Pull(ctx context.Context, ref string, opts PullOptions, progress
 	}()
 
 	start := time.Now()
-	hooked := &hookedStore{Store: s.cs, progress: newPullProgress(progress)}
+	hooked := &hookedStore{Store: s.cs, progress: newPullProgress(progress), locks: &s.layerLocks}
 	img, newer, err := s.pull(ctx, named, sys, parallel, hooked)
 	created = hooked.createdLayers()
 	if err != nil {

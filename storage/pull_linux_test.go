@@ -33,13 +33,14 @@ type testRegistry struct {
 	password string
 
 	mu         sync.Mutex
-	failBlobs  map[string]bool // digest -> answer 404
-	stallBlobs map[string]bool // digest -> send 64 KiB, then hang until the client leaves
+	failBlobs  map[string]bool   // digest -> answer 404
+	stallBlobs map[string]bool   // digest -> send 64 KiB, then hang until the client leaves
+	fakeBlobs  map[string][]byte // digest -> answer these bytes instead
 }
 
 func newRegistry(t testing.TB, user, password string) *testRegistry {
 	t.Helper()
-	r := &testRegistry{user: user, password: password, failBlobs: map[string]bool{}, stallBlobs: map[string]bool{}}
+	r := &testRegistry{user: user, password: password, failBlobs: map[string]bool{}, stallBlobs: map[string]bool{}, fakeBlobs: map[string][]byte{}}
 	inner := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if r.user != "" {
@@ -60,7 +61,18 @@ func newRegistry(t testing.TB, user, password string) *testRegistry {
 		for d := range r.stallBlobs {
 			stall = stall || strings.HasSuffix(req.URL.Path, "/blobs/"+d)
 		}
+		var fake []byte
+		for d, b := range r.fakeBlobs {
+			if strings.HasSuffix(req.URL.Path, "/blobs/"+d) {
+				fake = b
+			}
+		}
 		r.mu.Unlock()
+		if fake != nil && req.Method == http.MethodGet {
+			w.Header().Set("Content-Length", fmt.Sprint(len(fake)))
+			_, _ = w.Write(fake)
+			return
+		}
 		if stall && req.Method == http.MethodGet {
 			w = &stallingWriter{ResponseWriter: w, ctx: req.Context(), left: 64 << 10}
 		}
@@ -115,6 +127,13 @@ func (s *stallingWriter) Write(b []byte) (int, error) {
 func (r *testRegistry) stallBlob(d string) {
 	r.mu.Lock()
 	r.stallBlobs[d] = true
+	r.mu.Unlock()
+}
+
+// fakeBlob serves data for blob d: content that does not match its digest.
+func (r *testRegistry) fakeBlob(d string, data []byte) {
+	r.mu.Lock()
+	r.fakeBlobs[d] = data
 	r.mu.Unlock()
 }
 

@@ -62,8 +62,11 @@ type Store struct {
 	// taken for images the fetcher does not handle.
 	noFetcher bool
 
-	pulls  pullTracker
-	metaMu sync.Mutex // serialises updates of image metadata (imagemeta.go)
+	pulls      pullTracker
+	metaMu     sync.Mutex // serialises updates of image metadata (imagemeta.go)
+	layerLocks keyedLocks // one creation of a layer ID at a time (fetchstage.go)
+	stageOnce  sync.Once
+	stageOK    bool // layers can be streamed into staging directories (canStage)
 }
 
 // Open opens (creating if needed) the store at opts.GraphRoot/RunRoot.
@@ -86,6 +89,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		}
 	}
 
+	if err := pruneStaging(opts.GraphRoot); err != nil {
+		log.Warn("storage: cannot remove staged layers of an earlier run", "err", err)
+	}
 	cs, choice, err := openDriver(ctx, opts, log)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,277 @@
+package storage
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/opencontainers/go-digest"
+	"github.com/vbatts/tar-split/tar/storage"
+	"go.podman.io/image/v5/pkg/blobinfocache/none"
+	"go.podman.io/image/v5/types"
+	graphdriver "go.podman.io/storage/drivers"
+	"go.podman.io/storage/pkg/archive"
+	"go.podman.io/storage/pkg/idtools"
+	"golang.org/x/sys/unix"
+)
+
+// Streaming layers: a layer blob is extracted while it downloads, into a
+// staging directory of the overlay driver (its Differ interface, the one
+// partial pulls use), and becomes a layer only once its compressed digest,
+// size and DiffID are verified at the end of the stream. Staging needs no
+// parent, so the layers of an image download and extract concurrently;
+// they are committed in order.
+
+// canStage reports whether layers can be streamed into staging
+// directories: the overlay driver (native or fuse-overlayfs) and openat2.
+func (s *Store) canStage() bool {
+	s.stageOnce.Do(func() {
+		d, err := s.cs.GraphDriver()
+		if err != nil {
+			return
+		}
+		_, ok := d.(graphdriver.DriverWithDiffer)
+		s.stageOK = ok && d.String() == "overlay" && openat2Works()
+	})
+	return s.stageOK
+}
+
+// stageLayer downloads l's blob and extracts it into a staging directory.
+// The caller commits or cleans up the result.
+func (s *Store) stageLayer(ctx context.Context, src types.ImageSource, l *layerFetch, progress *pullProgress) (*graphdriver.DriverWithDifferOutput, error) {
+	start := time.Now()
+	blobCtx, cancel := context.WithCancel(ctx)
+	rc, _, err := src.GetBlob(blobCtx, l.blob, none.NoCache)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("reading blob %s: %w", l.blob.Digest, err)
+	}
+	defer rc.Close()
+	// After a failed extraction the decompressor may still be reading:
+	// cancelling the request ends that read before the body is closed.
+	defer cancel()
+	body := &progressReader{r: rc, total: l.blob.Size, report: func(n int64) { progress.fetchRead(l.blob.Digest, n) }}
+	d := &streamDiffer{blob: l.blob, diffID: l.diffID, body: body, log: s.log}
+	out, err := s.cs.PrepareStagedLayer(nil, d)
+	if err != nil {
+		if out != nil && out.Target != "" {
+			if cerr := s.cs.CleanupStagedLayer(out); cerr != nil {
+				s.log.Warn("storage: cannot remove a staged layer", "dir", out.Target, "err", cerr)
+			}
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, cerr
+		}
+		return nil, fmt.Errorf("applying layer %s: %w", l.blob.Digest, err)
+	}
+	progress.fetched(l.blob.Digest)
+	s.log.Debug("storage: layer streamed", "blob", l.blob.Digest, "bytes", out.Size, "duration", time.Since(start))
+	return out, nil
+}
+
+// streamDiffer is the graphdriver.Differ of one layer blob.
+type streamDiffer struct {
+	blob   types.BlobInfo
+	diffID digest.Digest
+	body   io.Reader // the compressed blob as it downloads
+	log    *slog.Logger
+}
+
+func (d *streamDiffer) Close() error { return nil }
+
+// ApplyDiff extracts the blob into dest and verifies it; the tar-split
+// metadata goes to an unnamed file in the staging directory.
+func (d *streamDiffer) ApplyDiff(dest string, options *archive.TarOptions, differOpts *graphdriver.DifferOptions) (graphdriver.DriverWithDifferOutput, error) {
+	var out graphdriver.DriverWithDifferOutput
+	if differOpts == nil || differOpts.Format != graphdriver.DifferOutputFormatDir || options == nil || options.ForceMask != nil {
+		return out, errors.New("storage: the driver asks for a layer layout hutch does not extract")
+	}
+	ts, err := os.CreateTemp(differOpts.StagingDirectory, "tar-split-")
+	if err != nil {
+		return out, err
+	}
+	os.Remove(ts.Name()) // kept open; the store reads it back
+	res, size, err := d.extract(dest, options, ts)
+	if err != nil {
+		ts.Close()
+		return out, err
+	}
+	out.Size = size
+	out.UIDs, out.GIDs = res.uids, res.gids
+	out.UncompressedDigest = d.diffID
+	out.CompressedDigest = d.blob.Digest
+	out.RootDirMode = res.rootMode
+	out.TarSplit = ts
+	return out, nil
+}
+
+func (d *streamDiffer) extract(dest string, options *archive.TarOptions, ts *os.File) (extractResult, int64, error) {
+	if err := d.blob.Digest.Validate(); err != nil {
+		return extractResult{}, 0, err
+	}
+	compressed := &countingReader{r: d.body, h: d.blob.Digest.Algorithm().Hash()}
+	plain, err := archive.DecompressStream(compressed)
+	if err != nil {
+		return extractResult{}, 0, fmt.Errorf("reading blob %s: %w", d.blob.Digest, err)
+	}
+	uncompressed := newHashedStream(plain, sha256.New())
+	defer uncompressed.Close()
+
+	tsw := bufio.NewWriterSize(ts, 256<<10)
+	res, err := extractLayer(uncompressed, dest, extractOptions{
+		idMappings:        idMappingsOf(options),
+		ignoreChownErrors: options.IgnoreChownErrors,
+		overlayWhiteouts:  options.WhiteoutFormat == archive.OverlayWhiteoutFormat,
+		opaqueXattr:       archive.GetOverlayXattrName("opaque"),
+		inUserNS:          options.InUserNS,
+		log:               d.log,
+	}, storage.NewJSONPacker(tsw))
+	if err != nil {
+		return extractResult{}, 0, err
+	}
+	if err := tsw.Flush(); err != nil {
+		return extractResult{}, 0, err
+	}
+	// The whole blob counts, whatever follows the compressed stream
+	// (the decompressor is closed: its read-ahead is over).
+	if _, err := io.Copy(io.Discard, compressed); err != nil {
+		return extractResult{}, 0, fmt.Errorf("reading blob %s: %w", d.blob.Digest, err)
+	}
+	switch {
+	case d.blob.Size >= 0 && compressed.n != d.blob.Size:
+		return extractResult{}, 0, fmt.Errorf("blob %s: read %d bytes, manifest says %d", d.blob.Digest, compressed.n, d.blob.Size)
+	case digest.NewDigest(d.blob.Digest.Algorithm(), compressed.h) != d.blob.Digest:
+		return extractResult{}, 0, fmt.Errorf("blob %s: content does not match its digest", d.blob.Digest)
+	}
+	if got := digest.NewDigest(digest.SHA256, uncompressed.h); got != d.diffID {
+		return extractResult{}, 0, fmt.Errorf("layer %s has content %s, the image config says %s: layers from manifest don't match image configuration",
+			d.blob.Digest, got, d.diffID)
+	}
+	return res, uncompressed.n, nil
+}
+
+func idMappingsOf(o *archive.TarOptions) *idtools.IDMappings {
+	return idtools.NewIDMappingsFromMaps(o.UIDMaps, o.GIDMaps)
+}
+
+// countingReader hashes and counts what is read through it.
+type countingReader struct {
+	r io.Reader
+	h hash.Hash
+	n int64
+}
+
+func (c *countingReader) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.n += int64(n)
+	c.h.Write(b[:n])
+	return n, err
+}
+
+// hashedStream reads a stream in a goroutine of its own, hashing and
+// counting it there, and hands it on in chunks: the digest of the
+// uncompressed layer costs the extraction's goroutine nothing. The
+// goroutine owns r and closes it when it ends. Sum and n are valid once
+// Read returned io.EOF.
+type hashedStream struct {
+	chunks chan []byte
+	free   chan []byte
+	quit   chan struct{}
+	buf    []byte // the chunk being read, whole
+	cur    []byte // what is left of it
+	err    error  // set before chunks is closed
+	h      hash.Hash
+	n      int64
+}
+
+const hashedChunk = 256 << 10
+
+func newHashedStream(r io.ReadCloser, h hash.Hash) *hashedStream {
+	s := &hashedStream{chunks: make(chan []byte, 3), free: make(chan []byte, 4), quit: make(chan struct{}), h: h}
+	for range cap(s.free) {
+		s.free <- make([]byte, hashedChunk)
+	}
+	go s.fill(r)
+	return s
+}
+
+func (s *hashedStream) fill(r io.ReadCloser) {
+	err := func() error {
+		for {
+			var buf []byte
+			select {
+			case buf = <-s.free:
+			case <-s.quit:
+				return nil
+			}
+			n, err := io.ReadAtLeast(r, buf[:hashedChunk], hashedChunk)
+			if n > 0 {
+				s.h.Write(buf[:n])
+				s.n += int64(n)
+				select {
+				case s.chunks <- buf[:n]:
+				case <-s.quit:
+					return nil
+				}
+			}
+			if err == io.ErrUnexpectedEOF {
+				err = io.EOF
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}()
+	if cerr := r.Close(); err == io.EOF && cerr != nil {
+		err = cerr
+	}
+	s.err = err
+	close(s.chunks)
+}
+
+func (s *hashedStream) Read(p []byte) (int, error) {
+	if len(s.cur) == 0 {
+		if s.buf != nil {
+			s.free <- s.buf
+			s.buf = nil
+		}
+		b, ok := <-s.chunks
+		if !ok {
+			if s.err == nil {
+				return 0, io.ErrClosedPipe
+			}
+			return 0, s.err
+		}
+		s.buf, s.cur = b[:cap(b)], b
+	}
+	n := copy(p, s.cur)
+	s.cur = s.cur[n:]
+	return n, nil
+}
+
+// Close stops the goroutine; it does not wait for a read under way.
+func (s *hashedStream) Close() {
+	select {
+	case <-s.quit:
+	default:
+		close(s.quit)
+	}
+}
+
+// pruneStaging removes staging directories a killed daemon left behind;
+// the driver only prunes them at a clean shutdown. Open calls it before
+// the store is in use: one daemon owns a graph root.
+func pruneStaging(graphRoot string) error {
+	err := os.RemoveAll(graphRoot + "/overlay/staging")
+	if errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	return err
+}

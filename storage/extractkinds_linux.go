@@ -1,0 +1,268 @@
+package storage
+
+import (
+	"errors"
+	"io"
+	"os"
+
+	"github.com/vbatts/tar-split/archive/tar"
+	"golang.org/x/sys/unix"
+)
+
+// One function per kind of archive entry, as containers/storage's
+// extractTarFileEntry makes them (extract_linux.go).
+
+func (x *extractor) mkdir(e *entryCtx) error {
+	merge := false
+	for {
+		err := unix.Mkdirat(e.parent.fd, e.base, e.mode()&0o1777)
+		if err == nil {
+			break
+		}
+		if err != unix.EEXIST {
+			return &os.PathError{Op: "mkdir", Path: e.key, Err: err}
+		}
+		if merge, err = x.replace(e); err != nil {
+			return err
+		}
+		if merge {
+			break
+		}
+	}
+	fd, err := unix.Openat(e.parent.fd, e.base, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &os.PathError{Op: "open", Path: e.key, Err: err}
+	}
+	d, err := x.dirMeta(e, fd, merge)
+	if err != nil {
+		unix.Close(fd)
+		return err
+	}
+	if len(x.dirs) >= maxCachedDirs {
+		x.forgetDirs()
+	}
+	if old, ok := x.dirs[e.key]; ok {
+		x.retired = append(x.retired, old.fd)
+	}
+	x.dirs[e.key] = d
+	ts := chtimesSpec(e.hdr.AccessTime, e.hdr.ModTime)
+	x.times = append(x.times, dirTimes{name: e.key, atime: ts[0], mtime: ts[1]})
+	return nil
+}
+
+// dirMeta sets owner, mode and xattrs of a directory made (or merged) for
+// e and returns it as a cache entry.
+func (x *extractor) dirMeta(e *entryCtx, fd int, merge bool) (dirHandle, error) {
+	chowned := false
+	if merge {
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			return dirHandle{}, err
+		}
+		if int(st.Uid) != e.uid || int(st.Gid) != e.gid {
+			if err := x.chown(fd, e.key, e.parent, e.uid, e.gid); err != nil {
+				return dirHandle{}, err
+			}
+			chowned = true
+		}
+	} else {
+		var err error
+		if chowned, err = x.chownNewReport(fd, e); err != nil {
+			return dirHandle{}, err
+		}
+	}
+	if merge || chowned || x.needsChmod(e, true) {
+		if err := unix.Fchmod(fd, e.mode()); err != nil {
+			return dirHandle{}, &os.PathError{Op: "chmod", Path: e.key, Err: err}
+		}
+	}
+	if err := x.xattrs(e.hdr, fd, -1, e.key); err != nil {
+		return dirHandle{}, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return dirHandle{}, err
+	}
+	return dirHandle{fd: fd, setgid: st.Mode&unix.S_ISGID != 0, gid: st.Gid}, nil
+}
+
+// chownNewReport is chownNew for e's new entry open as fd, reporting
+// whether it changed the owner.
+func (x *extractor) chownNewReport(fd int, e *entryCtx) (bool, error) {
+	haveGID := x.egid
+	if e.parent.setgid {
+		haveGID = int(e.parent.gid)
+	}
+	if e.uid == x.euid && e.gid == haveGID {
+		return false, nil
+	}
+	return true, x.chown(fd, e.key, e.parent, e.uid, e.gid)
+}
+
+func (x *extractor) file(e *entryCtx, content io.Reader) error {
+	var fd int
+	for {
+		var err error
+		fd, err = unix.Openat(e.parent.fd, e.base, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, e.mode()&0o777)
+		if err == nil {
+			break
+		}
+		if err != unix.EEXIST {
+			return &os.PathError{Op: "open", Path: e.key, Err: err}
+		}
+		if _, err := x.replace(e); err != nil {
+			return err
+		}
+	}
+	err := x.fileBody(e, fd, content)
+	if cerr := unix.Close(fd); err == nil && cerr != nil {
+		err = &os.PathError{Op: "close", Path: e.key, Err: cerr}
+	}
+	return err
+}
+
+func (x *extractor) fileBody(e *entryCtx, fd int, content io.Reader) error {
+	if err := x.readContent(content, fd); err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			pe.Path = e.key
+		}
+		return err
+	}
+	chowned, err := x.chownNewReport(fd, e)
+	if err != nil {
+		return err
+	}
+	if chowned || x.needsChmod(e, false) {
+		if err := unix.Fchmod(fd, e.mode()); err != nil {
+			return &os.PathError{Op: "chmod", Path: e.key, Err: err}
+		}
+	}
+	a, m := e.atime()
+	if err := futimens(fd, &[2]unix.Timespec{a, m}); err != nil {
+		return &os.PathError{Op: "chtimes", Path: e.key, Err: err}
+	}
+	return x.xattrs(e.hdr, fd, -1, e.key)
+}
+
+func writeAll(fd int, b []byte) error {
+	for len(b) > 0 {
+		n, err := unix.Write(fd, b)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		b = b[n:]
+	}
+	return nil
+}
+
+// node makes a device node or a FIFO.
+func (x *extractor) node(e *entryCtx) error {
+	mode := e.mode()
+	switch e.hdr.Typeflag {
+	case tar.TypeBlock:
+		mode |= unix.S_IFBLK
+	case tar.TypeChar:
+		mode |= unix.S_IFCHR
+	default:
+		mode |= unix.S_IFIFO
+	}
+	dev := int(unix.Mkdev(uint32(e.hdr.Devmajor), uint32(e.hdr.Devminor)))
+	for {
+		err := unix.Mknodat(e.parent.fd, e.base, mode, dev)
+		if err == nil {
+			break
+		}
+		if err != unix.EEXIST {
+			return &os.PathError{Op: "mknod", Path: e.key, Err: err}
+		}
+		if _, err := x.replace(e); err != nil {
+			return err
+		}
+	}
+	if err := x.chownNew(-1, e.base, e.parent, e.uid, e.gid); err != nil {
+		return err
+	}
+	// Not a symlink (just made): following is harmless, and fchmodat
+	// cannot refuse to follow before Linux 6.6.
+	if err := unix.Fchmodat(e.parent.fd, e.base, e.mode(), 0); err != nil {
+		return &os.PathError{Op: "chmod", Path: e.key, Err: err}
+	}
+	a, m := e.atime()
+	if err := unix.UtimesNanoAt(e.parent.fd, e.base, []unix.Timespec{a, m}, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return &os.PathError{Op: "chtimes", Path: e.key, Err: err}
+	}
+	return x.xattrs(e.hdr, -1, e.parent.fd, e.base)
+}
+
+func (x *extractor) symlink(e *entryCtx) error {
+	for {
+		err := unix.Symlinkat(e.hdr.Linkname, e.parent.fd, e.base)
+		if err == nil {
+			break
+		}
+		if err != unix.EEXIST {
+			return &os.PathError{Op: "symlink", Path: e.key, Err: err}
+		}
+		if _, err := x.replace(e); err != nil {
+			return err
+		}
+	}
+	if err := x.chownNew(-1, e.base, e.parent, e.uid, e.gid); err != nil {
+		return err
+	}
+	at := e.hdr.AccessTime
+	if at.Before(e.hdr.ModTime) {
+		at = e.hdr.ModTime
+	}
+	ts := lutimesSpec(at, e.hdr.ModTime)
+	if err := unix.UtimesNanoAt(e.parent.fd, e.base, ts[:], unix.AT_SYMLINK_NOFOLLOW); err != nil && err != unix.ENOSYS {
+		return &os.PathError{Op: "lutimes", Path: e.key, Err: err}
+	}
+	return x.xattrs(e.hdr, -1, e.parent.fd, e.base)
+}
+
+// hardlink links to an entry of the layer; its target is resolved in the
+// layer like any name.
+func (x *extractor) hardlink(e *entryCtx) error {
+	tdir, tbase := splitName(e.hdr.Linkname)
+	tfd, err := openInRoot(x.root, relDir(tdir), unix.O_PATH|unix.O_DIRECTORY)
+	if err != nil {
+		return &os.PathError{Op: "link", Path: e.hdr.Linkname, Err: err}
+	}
+	defer unix.Close(tfd)
+	for {
+		err := unix.Linkat(tfd, tbase, e.parent.fd, e.base, 0)
+		if err == nil {
+			break
+		}
+		if err != unix.EEXIST {
+			return &os.PathError{Op: "link", Path: e.key, Err: err}
+		}
+		if _, err := x.replace(e); err != nil {
+			return err
+		}
+	}
+	var st unix.Stat_t
+	if err := unix.Fstatat(e.parent.fd, e.base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return &os.PathError{Op: "lstat", Path: e.key, Err: err}
+	}
+	if int(st.Uid) != e.uid || int(st.Gid) != e.gid {
+		if err := x.chown(-1, e.base, e.parent, e.uid, e.gid); err != nil {
+			return err
+		}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFLNK {
+		if err := unix.Fchmodat(e.parent.fd, e.base, e.mode(), 0); err != nil {
+			return &os.PathError{Op: "chmod", Path: e.key, Err: err}
+		}
+		a, m := e.atime()
+		if err := unix.UtimesNanoAt(e.parent.fd, e.base, []unix.Timespec{a, m}, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return &os.PathError{Op: "chtimes", Path: e.key, Err: err}
+		}
+	}
+	return x.xattrs(e.hdr, -1, e.parent.fd, e.base)
+}

@@ -1,0 +1,167 @@
+package storage
+
+import (
+	"hash"
+	"hash/crc64"
+	"sync/atomic"
+
+	"github.com/vbatts/tar-split/tar/storage"
+)
+
+// metaPipe records a layer's tar-split metadata in a goroutine of its own:
+// the extraction hands it, in batches, the archive's raw headers, the
+// content it wrote and the end of each entry, and the goroutine computes
+// the content checksums and encodes the entries. The extraction's
+// goroutine, the one pulls wait on, keeps to parsing and system calls.
+type metaPipe struct {
+	packer  storage.Packer
+	batches chan *metaBatch
+	free    chan *metaBatch
+	cur     *metaBatch
+	done    chan struct{}
+	err     error // set before done is closed
+	failed  atomic.Bool
+}
+
+type metaKind uint8
+
+const (
+	metaSegment metaKind = iota // raw archive bytes (headers, padding)
+	metaContent                 // content of the current entry
+	metaFile                    // end of an entry
+)
+
+type metaMsg struct {
+	kind metaKind
+	data []byte // in the batch's arena
+	name string
+	size int64
+}
+
+type metaBatch struct {
+	msgs  []metaMsg
+	arena []byte
+}
+
+const (
+	metaArena    = 1 << 20
+	metaMinSpace = 64 << 10 // space() never returns less
+	metaMaxMsgs  = 512
+)
+
+func newMetaPipe(packer storage.Packer) *metaPipe {
+	m := &metaPipe{packer: packer, batches: make(chan *metaBatch, 2), free: make(chan *metaBatch, 4), done: make(chan struct{})}
+	for range cap(m.free) {
+		m.free <- &metaBatch{arena: make([]byte, 0, metaArena)}
+	}
+	m.cur = <-m.free
+	go m.run()
+	return m
+}
+
+func (m *metaPipe) run() {
+	defer close(m.done)
+	crc := crc64.New(storage.CRCTable)
+	for b := range m.batches {
+		if m.err == nil {
+			m.err = m.apply(b, crc)
+			if m.err != nil {
+				m.failed.Store(true)
+			}
+		}
+		b.msgs, b.arena = b.msgs[:0], b.arena[:0]
+		m.free <- b
+	}
+}
+
+func (m *metaPipe) apply(b *metaBatch, crc hash.Hash64) error {
+	for _, msg := range b.msgs {
+		switch msg.kind {
+		case metaSegment:
+			if _, err := m.packer.AddEntry(storage.Entry{Type: storage.SegmentType, Payload: msg.data}); err != nil {
+				return err
+			}
+		case metaContent:
+			crc.Write(msg.data)
+		case metaFile:
+			e := storage.Entry{Type: storage.FileType, Size: msg.size}
+			if msg.size > 0 {
+				e.Payload = crc.Sum(nil)
+			}
+			crc.Reset()
+			e.SetName(msg.name)
+			if _, err := m.packer.AddEntry(e); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// flush hands the current batch over and takes a free one.
+func (m *metaPipe) flush() {
+	if len(m.cur.msgs) == 0 {
+		return
+	}
+	m.batches <- m.cur
+	m.cur = <-m.free
+}
+
+// space returns free room in the arena, at least metaMinSpace bytes, for
+// content read by the caller and then recorded with content.
+func (m *metaPipe) space() []byte {
+	a := m.cur.arena
+	if cap(a)-len(a) < metaMinSpace || len(m.cur.msgs) >= metaMaxMsgs {
+		m.flush()
+		a = m.cur.arena
+	}
+	return a[len(a):cap(a)]
+}
+
+// content records the first n bytes of the last space() as content of the
+// current entry.
+func (m *metaPipe) content(n int) {
+	a := m.cur.arena
+	m.cur.arena = a[:len(a)+n]
+	m.cur.msgs = append(m.cur.msgs, metaMsg{kind: metaContent, data: a[len(a) : len(a)+n]})
+}
+
+// segment records raw archive bytes (copied) as one entry, as tar-split
+// does, unless they exceed an arena.
+func (m *metaPipe) segment(b []byte) {
+	for len(b) > 0 {
+		room := m.space()
+		if len(room) < len(b) && len(m.cur.arena) > 0 {
+			m.flush()
+			room = m.space()
+		}
+		n := copy(room, b)
+		m.rawSegment(n)
+		b = b[n:]
+	}
+}
+
+// rawSegment records the first n bytes of the last space() as raw
+// archive bytes.
+func (m *metaPipe) rawSegment(n int) {
+	a := m.cur.arena
+	m.cur.arena = a[:len(a)+n]
+	m.cur.msgs = append(m.cur.msgs, metaMsg{kind: metaSegment, data: a[len(a) : len(a)+n]})
+}
+
+// file records the end of an entry.
+func (m *metaPipe) file(name string, size int64) {
+	if len(m.cur.msgs) >= metaMaxMsgs {
+		m.flush()
+	}
+	m.cur.msgs = append(m.cur.msgs, metaMsg{kind: metaFile, name: name, size: size})
+}
+
+// close waits for everything recorded to be encoded and returns the
+// packer's first error (a name twice in the archive).
+func (m *metaPipe) close() error {
+	m.flush()
+	close(m.batches)
+	<-m.done
+	return m.err
+}
