@@ -351,19 +351,6 @@ func (sb *tarSandbox) checkOutside(t *testing.T) {
 	}
 }
 
-func dirNames(t *testing.T, dir string) []string {
-	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	return names
-}
-
 // checkFailure fails t unless err is a clear invalid-argument error and the
 // store is as it was before.
 func (sb *tarSandbox) checkFailure(t *testing.T, op string, err error, before storeState) {
