@@ -5,7 +5,6 @@ package integration
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/hutch-engine/hutch/storage/testimage"
 	"github.com/moby/moby/client"
@@ -35,13 +34,7 @@ func TestPullClientDisconnects(t *testing.T) {
 		resp.Read(buf)
 		resp.Close()
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	n := goroutines(t, d)
-	for n > base+3 && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-		n = goroutines(t, d)
-	}
-	if n > base+3 {
+	if n := settledGoroutines(t, d, base); n > base+3 {
 		t.Errorf("goroutines %d after 5 dropped pulls, %d before", n, base)
 	}
 	// Whatever the dropped pulls left, an image is whole or absent: it
