@@ -101,18 +101,11 @@ func (x *extractor) chownNewReport(fd int, e *entryCtx) (bool, error) {
 
 func (x *extractor) file(e *entryCtx, content io.Reader) error {
 	var fd int
-	for {
-		var err error
+	if err := x.make(e, "open", func() (err error) {
 		fd, err = unix.Openat(e.parent.fd, e.base, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, e.mode()&0o777)
-		if err == nil {
-			break
-		}
-		if err != unix.EEXIST {
-			return &os.PathError{Op: "open", Path: e.key, Err: err}
-		}
-		if _, err := x.replace(e); err != nil {
-			return err
-		}
+		return err
+	}); err != nil {
+		return err
 	}
 	err := x.fileBody(e, fd, content)
 	if cerr := unix.Close(fd); err == nil && cerr != nil {
@@ -159,6 +152,23 @@ func writeAll(fd int, b []byte) error {
 	return nil
 }
 
+// make creates e's entry with mk; an entry already there under that name is
+// replaced (x.replace) and mk tried again.
+func (x *extractor) make(e *entryCtx, op string, mk func() error) error {
+	for {
+		err := mk()
+		if err == nil {
+			return nil
+		}
+		if err != unix.EEXIST {
+			return &os.PathError{Op: op, Path: e.key, Err: err}
+		}
+		if _, err := x.replace(e); err != nil {
+			return err
+		}
+	}
+}
+
 // node makes a device node or a FIFO.
 func (x *extractor) node(e *entryCtx) error {
 	mode := e.mode()
@@ -171,17 +181,8 @@ func (x *extractor) node(e *entryCtx) error {
 		mode |= unix.S_IFIFO
 	}
 	dev := int(unix.Mkdev(uint32(e.hdr.Devmajor), uint32(e.hdr.Devminor)))
-	for {
-		err := unix.Mknodat(e.parent.fd, e.base, mode, dev)
-		if err == nil {
-			break
-		}
-		if err != unix.EEXIST {
-			return &os.PathError{Op: "mknod", Path: e.key, Err: err}
-		}
-		if _, err := x.replace(e); err != nil {
-			return err
-		}
+	if err := x.make(e, "mknod", func() error { return unix.Mknodat(e.parent.fd, e.base, mode, dev) }); err != nil {
+		return err
 	}
 	if err := x.chownNew(-1, e.base, e.parent, e.uid, e.gid); err != nil {
 		return err
@@ -199,17 +200,8 @@ func (x *extractor) node(e *entryCtx) error {
 }
 
 func (x *extractor) symlink(e *entryCtx) error {
-	for {
-		err := unix.Symlinkat(e.hdr.Linkname, e.parent.fd, e.base)
-		if err == nil {
-			break
-		}
-		if err != unix.EEXIST {
-			return &os.PathError{Op: "symlink", Path: e.key, Err: err}
-		}
-		if _, err := x.replace(e); err != nil {
-			return err
-		}
+	if err := x.make(e, "symlink", func() error { return unix.Symlinkat(e.hdr.Linkname, e.parent.fd, e.base) }); err != nil {
+		return err
 	}
 	if err := x.chownNew(-1, e.base, e.parent, e.uid, e.gid); err != nil {
 		return err
@@ -234,17 +226,8 @@ func (x *extractor) hardlink(e *entryCtx) error {
 		return &os.PathError{Op: "link", Path: e.hdr.Linkname, Err: err}
 	}
 	defer unix.Close(tfd)
-	for {
-		err := unix.Linkat(tfd, tbase, e.parent.fd, e.base, 0)
-		if err == nil {
-			break
-		}
-		if err != unix.EEXIST {
-			return &os.PathError{Op: "link", Path: e.key, Err: err}
-		}
-		if _, err := x.replace(e); err != nil {
-			return err
-		}
+	if err := x.make(e, "link", func() error { return unix.Linkat(tfd, tbase, e.parent.fd, e.base, 0) }); err != nil {
+		return err
 	}
 	var st unix.Stat_t
 	if err := unix.Fstatat(e.parent.fd, e.base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
