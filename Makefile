@@ -12,7 +12,8 @@ all: build
 
 build:
 	$(GO) build $(GOFLAGS_BUILD) -o bin/hutch ./cmd/hutch
-	$(GO) build $(GOFLAGS_BUILD) -o bin/hutch-shim ./cmd/hutch-shim
+	$(GO) build $(GOFLAGS_BUILD) -o bin/hutch-runtime ./cmd/hutch-runtime
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o bin/hutch-shim ./cmd/hutch-shim
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o bin/hutch-ns ./cmd/hutch-ns
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o bin/hutch-init ./cmd/hutch-init
 

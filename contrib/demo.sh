@@ -16,7 +16,7 @@ make build >/dev/null
 work=$(mktemp -d /tmp/hutch-demo.XXXXXX)
 chmod 755 "$work"
 mkdir -p "$work/bin"
-cp bin/hutch bin/hutch-ns bin/hutch-shim bin/hutch-init "$work/bin/"
+cp bin/hutch* "$work/bin/"
 go build -o "$work/bin/mkimage" ./contrib/mkimage
 if [ "$(id -u)" = 0 ]; then
 	chown -R "$TEST_USER" "$work"

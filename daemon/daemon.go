@@ -135,6 +135,10 @@ func runEngine(ctx context.Context, c *config.Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	runtimeBin, err := helperBinary("hutch-runtime", "HUTCH_RUNTIME")
+	if err != nil {
+		return err
+	}
 	initBin, err := helperBinary("hutch-init", "HUTCH_INIT")
 	if err != nil {
 		log.Warn("--init will not work", "err", err)
@@ -172,6 +176,7 @@ func runEngine(ctx context.Context, c *config.Config, log *slog.Logger) error {
 		Images:        store,
 		StateDir:      c.StateDir,
 		ShimBinary:    shimBin,
+		RuntimeBinary: runtimeBin,
 		InitBinary:    initBin,
 		NetNS:         netns,
 		Networks:      networks,

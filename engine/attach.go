@@ -13,6 +13,7 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/hutch-engine/hutch/engine/container"
 	"github.com/hutch-engine/hutch/engine/shim"
+	"github.com/hutch-engine/hutch/engine/shim/jsonlog"
 )
 
 // AttachRequest is POST /containers/{id}/attach.
@@ -149,7 +150,7 @@ func (e *Engine) ContainerLogs(ctx context.Context, ref string, req LogsRequest,
 }
 
 func (e *Engine) copyLogs(ctx context.Context, c *container.Container, req LogsRequest, stdout, stderr io.Writer) error {
-	opts := shim.LogReadOptions{Tail: -1}
+	opts := jsonlog.ReadOptions{Tail: -1}
 	if req.Tail != "" && req.Tail != "all" {
 		n, err := strconv.Atoi(req.Tail)
 		if err != nil {
@@ -177,7 +178,7 @@ func (e *Engine) copyLogs(ctx context.Context, c *container.Container, req LogsR
 		}()
 		opts.Follow, opts.Done = true, stop
 	}
-	return shim.ReadLog(ctx, c.LogPath, opts, func(le shim.LogEntry) error {
+	return jsonlog.Read(ctx, c.LogPath, opts, func(le jsonlog.Entry) error {
 		w := stdout
 		if le.Stream == "stderr" {
 			w = stderr

@@ -15,6 +15,7 @@ import (
 	"github.com/docker/go-units"
 	"github.com/hutch-engine/hutch/engine/container"
 	"github.com/hutch-engine/hutch/engine/shim"
+	"github.com/hutch-engine/hutch/engine/shim/jsonlog"
 	"github.com/hutch-engine/hutch/engine/spec"
 	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
 	containertypes "github.com/moby/moby/api/types/container"
@@ -364,8 +365,8 @@ func (e *Engine) ContainerPrune(ctx context.Context, filters string) (containert
 }
 
 // logRotation reads the json-file options of --log-opt as Docker does.
-func logRotation(hc *containertypes.HostConfig) (shim.LogRotation, error) {
-	var rot shim.LogRotation
+func logRotation(hc *containertypes.HostConfig) (jsonlog.Rotation, error) {
+	var rot jsonlog.Rotation
 	switch hc.LogConfig.Type {
 	case "", "json-file":
 	default:

@@ -36,10 +36,12 @@ type Options struct {
 	Logger                    *slog.Logger
 
 	// StateDir holds runtime state: bundles, shim sockets, libcontainer's
-	// state root. It must not contain ShimBinary's directory.
+	// state root. It must not contain RuntimeBinary's directory.
 	StateDir string
 	// ShimBinary is the hutch-shim executable.
 	ShimBinary string
+	// RuntimeBinary is hutch-runtime, the shim's libcontainer side.
+	RuntimeBinary string
 	// InitBinary is the static init --init runs as /sbin/docker-init.
 	InitBinary string
 	// NetNS is the detached network namespace containers join by default

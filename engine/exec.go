@@ -16,6 +16,7 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/hutch-engine/hutch/engine/container"
 	"github.com/hutch-engine/hutch/engine/shim"
+	"github.com/hutch-engine/hutch/engine/shim/wire"
 	"github.com/hutch-engine/hutch/engine/spec"
 	containertypes "github.com/moby/moby/api/types/container"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -282,7 +283,7 @@ func (e *Engine) ExecStart(ctx context.Context, id string, req ExecStartRequest,
 		}
 	}
 	exit, err := client.Exec(ctx, opts)
-	var se *shim.StartError
+	var se *wire.StartError
 	switch {
 	case errors.As(err, &se):
 		return fail(se.ExitCode, errdefs.ErrInvalidArgument.WithMessage("OCI runtime exec failed: "+se.Msg))
@@ -355,7 +356,7 @@ func (e *Engine) refreshExec(ctx context.Context, r *execRecord) {
 		return
 	}
 	current := e.runs.client(r.containerID)
-	var st shim.ExecState
+	var st wire.ExecState
 	var err error
 	if current == run {
 		st, err = run.ExecState(ctx, r.id)
@@ -397,7 +398,7 @@ func (e *Engine) ExecResize(ctx context.Context, id string, height, width uint16
 // process starts from the container's own (capabilities, rlimits,
 // no-new-privileges, user) as in Docker.
 func readBundleSpec(c *container.Container) (*specs.Spec, error) {
-	b, err := os.ReadFile(filepath.Join(c.Runtime.BundleDir, shim.SpecFile))
+	b, err := os.ReadFile(filepath.Join(c.Runtime.BundleDir, wire.SpecFile))
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, errNotRunning(c.ID)

@@ -12,6 +12,7 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/hutch-engine/hutch/engine/container"
 	"github.com/hutch-engine/hutch/engine/shim"
+	"github.com/hutch-engine/hutch/engine/shim/wire"
 )
 
 // reconcile makes every record true after a crash: a container whose shim
@@ -22,20 +23,20 @@ func (e *Engine) reconcile(ctx context.Context) error {
 	probe := func(ctx context.Context, c *container.Container) (bool, *container.ExitInfo) {
 		if c.Runtime.ShimSocket != "" {
 			if client, err := shim.Connect(ctx, c.Runtime.ShimSocket); err == nil {
-				if st, err := client.State(ctx); err == nil && st.Status != shim.StatusStopped {
+				if st, err := client.State(ctx); err == nil && st.Status != wire.StatusStopped {
 					adopt[c.ID] = client
 					return true, nil
 				}
 			}
 		}
 		if c.Runtime.ExitFile != "" {
-			if st, err := shim.ReadExit(c.Runtime.ExitFile); err == nil {
+			if st, err := wire.ReadExit(c.Runtime.ExitFile); err == nil {
 				return false, &container.ExitInfo{Code: st.ExitCode, FinishedAt: st.FinishedAt, OOMKilled: st.OOMKilled, Error: st.Error}
 			}
 		}
-		if c.Runtime.BundleDir != "" && e.opts.ShimBinary != "" {
+		if c.Runtime.BundleDir != "" && e.opts.RuntimeBinary != "" {
 			// A shim killed with -9 may leave its container behind.
-			shim.Delete(ctx, e.opts.ShimBinary, c.Runtime.BundleDir)
+			shim.Delete(ctx, e.opts.RuntimeBinary, c.Runtime.BundleDir)
 		}
 		return false, nil
 	}
@@ -119,7 +120,7 @@ func (e *Engine) Close() error {
 // the start leaves a shim (or, if the shim died too, an init) waiting for a
 // start that will never come.
 func (e *Engine) sweepOrphans(ctx context.Context, adopted map[string]*shim.Client) {
-	if e.opts.ShimBinary == "" {
+	if e.opts.RuntimeBinary == "" {
 		return
 	}
 	ents, err := os.ReadDir(filepath.Join(e.opts.StateDir, "runc"))
@@ -146,7 +147,7 @@ func (e *Engine) sweepOrphans(ctx context.Context, adopted map[string]*shim.Clie
 				cancel()
 			}
 		}
-		if err := shim.Delete(ctx, e.opts.ShimBinary, bundle); err != nil {
+		if err := shim.Delete(ctx, e.opts.RuntimeBinary, bundle); err != nil {
 			e.log.Warn("removing an orphaned container", "container", id, "err", err)
 			continue
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/hutch-engine/hutch/engine/container"
 	"github.com/hutch-engine/hutch/engine/shim"
+	"github.com/hutch-engine/hutch/engine/shim/wire"
 	"github.com/hutch-engine/hutch/engine/spec"
 	"github.com/hutch-engine/hutch/internal/atomicfile"
 	"golang.org/x/sys/unix"
@@ -82,7 +83,7 @@ func (e *Engine) ContainerStart(ctx context.Context, ref string) error {
 		e.failPending(c.ID, err)
 		bg := context.WithoutCancel(ctx)
 		code := 128
-		var se *shim.StartError
+		var se *wire.StartError
 		if errors.As(err, &se) {
 			code = se.ExitCode
 		} else if errdefs.IsInvalidArgument(err) {
@@ -189,7 +190,7 @@ func (e *Engine) startShim(ctx context.Context, c *container.Container) (*shim.C
 	if err != nil {
 		return nil, err
 	}
-	if err := atomicfile.Write(filepath.Join(c.Runtime.BundleDir, shim.SpecFile), b, 0o600, false); err != nil {
+	if err := atomicfile.Write(filepath.Join(c.Runtime.BundleDir, wire.SpecFile), b, 0o600, false); err != nil {
 		return nil, err
 	}
 	os.Remove(c.Runtime.ExitFile)
@@ -199,18 +200,19 @@ func (e *Engine) startShim(ctx context.Context, c *container.Container) (*shim.C
 	}
 	defer e.phase("start/shim-create", c.ID)()
 	client, err := shim.Create(ctx, shim.StartOptions{
-		LogRotation: rot,
-		ID:          c.ID,
-		BundleDir:   c.Runtime.BundleDir,
-		StateDir:    filepath.Join(e.opts.StateDir, "runc"),
-		SocketPath:  c.Runtime.ShimSocket,
-		LogPath:     c.LogPath,
-		ExitFile:    c.Runtime.ExitFile,
-		Tty:         c.Config.Tty,
-		OpenStdin:   c.Config.OpenStdin,
-		StdinOnce:   c.Config.StdinOnce,
-		ShimBinary:  e.opts.ShimBinary,
-		Debug:       e.opts.Debug,
+		LogRotation:   rot,
+		ID:            c.ID,
+		BundleDir:     c.Runtime.BundleDir,
+		StateDir:      filepath.Join(e.opts.StateDir, "runc"),
+		SocketPath:    c.Runtime.ShimSocket,
+		LogPath:       c.LogPath,
+		ExitFile:      c.Runtime.ExitFile,
+		Tty:           c.Config.Tty,
+		OpenStdin:     c.Config.OpenStdin,
+		StdinOnce:     c.Config.StdinOnce,
+		ShimBinary:    e.opts.ShimBinary,
+		RuntimeBinary: e.opts.RuntimeBinary,
+		Debug:         e.opts.Debug,
 
 		// The CLI sends the terminal's size at create: the tty has it
 		// from the start (stty size in the first command).

@@ -42,7 +42,7 @@ func (e *Engine) Info(ctx context.Context) (*system.Info, error) {
 		NGoroutines:        runtime.NumGoroutine(),
 		Warnings:           append([]string(nil), e.opts.Warnings...),
 		DefaultRuntime:     "runc",
-		Runtimes:           map[string]system.RuntimeWithStatus{"runc": {Runtime: system.Runtime{Path: "hutch-shim"}}},
+		Runtimes:           map[string]system.RuntimeWithStatus{"runc": {Runtime: system.Runtime{Path: "hutch-runtime"}}},
 	}
 	if e.images != nil {
 		info.Driver = e.images.Driver()

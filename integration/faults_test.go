@@ -149,8 +149,9 @@ func TestKill9DuringLifecycle(t *testing.T) {
 	waitFor(t, func() bool { return len(shimsOf(d.Runtime)) == 0 })
 }
 
-// shimsOf lists the hutch-shim processes (shims and container inits) whose
-// command line names runtimeDir.
+// shimsOf lists the hutch-shim and hutch-runtime processes (shims, runtimes
+// and container inits) whose command line or environment names
+// runtimeDir.
 func shimsOf(runtimeDir string) []int {
 	var out []int
 	ents, _ := os.ReadDir("/proc")
@@ -160,7 +161,10 @@ func shimsOf(runtimeDir string) []int {
 			continue
 		}
 		args := cmdline(pid)
-		if len(args) > 1 && filepath.Base(args[0]) == "hutch-shim" && !idleWarmShim(pid) {
+		if len(args) < 2 {
+			continue
+		}
+		if base := filepath.Base(args[0]); (base == "hutch-shim" || base == "hutch-runtime") && !idleWarmShim(pid) {
 			if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid)); err == nil && strings.Contains(string(b), runtimeDir) || strings.Contains(strings.Join(args, " "), runtimeDir) {
 				out = append(out, pid)
 			}

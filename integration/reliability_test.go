@@ -144,12 +144,12 @@ func TestKilledShim(t *testing.T) {
 		t.Fatal(err, id)
 	}
 	id = strings.TrimSpace(id)
-	// The shim runs as `hutch-shim run …`; the container's init is
-	// `hutch-shim init` until it execs the command, which may be just
-	// after docker run -d returns.
+	// The shim runs as `hutch-shim run …` (or `hutch-shim warm …`, in
+	// the container's bundle directory); the container's init is
+	// `hutch-runtime init` until it execs the command.
 	var killed [][]string
 	for _, p := range descendants(t, d.cmd.Process.Pid) {
-		if args := cmdline(p); len(args) > 1 && filepath.Base(args[0]) == "hutch-shim" && args[1] != "init" && !idleWarmShim(p) {
+		if args := cmdline(p); len(args) > 1 && filepath.Base(args[0]) == "hutch-shim" && !idleWarmShim(p) {
 			syscall.Kill(p, syscall.SIGKILL)
 			killed = append(killed, args)
 		}

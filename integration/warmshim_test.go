@@ -24,11 +24,11 @@ func warmShims(t *testing.T, d *daemon) []int {
 }
 
 // idleWarmShim reports whether pid is a shim kept ready for the next
-// container. One that took a container keeps its command line ("warm")
-// but works in the container's bundle directory.
+// container ("hutch-shim warm RUNTIME"). One that took a container keeps
+// its command line but works in the container's bundle directory.
 func idleWarmShim(pid int) bool {
 	args := cmdline(pid)
-	if len(args) != 2 || filepath.Base(args[0]) != "hutch-shim" || args[1] != "warm" {
+	if len(args) < 2 || filepath.Base(args[0]) != "hutch-shim" || args[1] != "warm" {
 		return false
 	}
 	cwd, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/cwd")

@@ -25,7 +25,7 @@ out=$(mktemp -d /tmp/hutch-bench.XXXXXX)
 chmod 755 "$out"
 trap 'rm -rf "$out"' EXIT
 mkdir "$out/bin" "$out/results"
-cp bin/hutch bin/hutch-ns bin/hutch-shim bin/hutch-init "$out/bin/"
+cp bin/hutch* "$out/bin/"
 go build -tags "$TAGS" -o "$out/bin/bench" ./contrib/bench
 chmod -R a+rX "$out"
 

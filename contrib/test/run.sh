@@ -24,7 +24,7 @@ make build
 out=$(mktemp -d /tmp/hutch-test.XXXXXX)
 chmod 755 "$out"
 trap 'rm -rf "$out"' EXIT
-cp bin/hutch bin/hutch-ns bin/hutch-shim bin/hutch-init "$out/"
+cp bin/hutch* "$out/"
 go test -c -tags "$TAGS integration" -o "$out/integration.test" ./integration/
 if [ "$(id -u)" = 0 ]; then
 	go test -c -tags "$TAGS integration rootmode" -o "$out/rootmode.test" ./integration/

@@ -12,6 +12,8 @@ import (
 
 	"github.com/containerd/errdefs"
 	"github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/hutch-engine/hutch/engine/shim/wire"
 )
 
 // Client talks to one shim over its socket. It holds no connection between
@@ -43,7 +45,7 @@ func (c *Client) SocketPath() string { return c.socket }
 
 // dial opens a connection, sends req and reads the response line. The
 // connection is closed when ctx ends.
-func (c *Client) dial(ctx context.Context, req *Request) (net.Conn, *bufio.Reader, *Response, error) {
+func (c *Client) dial(ctx context.Context, req *wire.Request) (net.Conn, *bufio.Reader, *wire.Response, error) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "unix", c.socket)
 	if err != nil {
@@ -56,7 +58,7 @@ func (c *Client) dial(ctx context.Context, req *Request) (net.Conn, *bufio.Reade
 		return nil, nil, nil, err
 	}
 	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
-	fail := func(err error) (net.Conn, *bufio.Reader, *Response, error) {
+	fail := func(err error) (net.Conn, *bufio.Reader, *wire.Response, error) {
 		stop()
 		_ = conn.Close()
 		if ctx.Err() != nil {
@@ -64,12 +66,12 @@ func (c *Client) dial(ctx context.Context, req *Request) (net.Conn, *bufio.Reade
 		}
 		return nil, nil, nil, err
 	}
-	if err := WriteJSONLine(conn, req); err != nil {
+	if err := wire.WriteJSONLine(conn, req); err != nil {
 		return fail(fmt.Errorf("%s: %w", c.socket, ErrNoShim))
 	}
 	br := bufio.NewReader(conn)
-	var resp Response
-	if err := ReadJSONLine(br, &resp); err != nil {
+	var resp wire.Response
+	if err := wire.ReadJSONLine(br, &resp); err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
 			// The shim exited while answering (its container ended).
 			return fail(fmt.Errorf("%s: %w", c.socket, ErrNoShim))
@@ -93,7 +95,7 @@ func (c *ctxConn) Close() error {
 	return c.Conn.Close()
 }
 
-func (c *Client) call(ctx context.Context, req *Request) (*Response, error) {
+func (c *Client) call(ctx context.Context, req *wire.Request) (*wire.Response, error) {
 	conn, _, resp, err := c.dial(ctx, req)
 	if err != nil {
 		return nil, err
@@ -103,13 +105,13 @@ func (c *Client) call(ctx context.Context, req *Request) (*Response, error) {
 }
 
 // State reports the container's state.
-func (c *Client) State(ctx context.Context) (State, error) {
-	resp, err := c.call(ctx, &Request{Op: OpState})
+func (c *Client) State(ctx context.Context) (wire.State, error) {
+	resp, err := c.call(ctx, &wire.Request{Op: wire.OpState})
 	if err != nil {
-		return State{}, err
+		return wire.State{}, err
 	}
 	if resp.State == nil {
-		return State{}, errors.New("shim protocol: state missing")
+		return wire.State{}, errors.New("shim protocol: state missing")
 	}
 	return *resp.State, nil
 }
@@ -117,60 +119,60 @@ func (c *Client) State(ctx context.Context) (State, error) {
 // Start runs the created container's command. A second Start is
 // errdefs.ErrConflict; a command that cannot be executed is a *StartError.
 func (c *Client) Start(ctx context.Context) error {
-	_, err := c.call(ctx, &Request{Op: OpStart})
+	_, err := c.call(ctx, &wire.Request{Op: wire.OpStart})
 	return err
 }
 
 // Kill sends sig to the container's init. A stopped container is
 // errdefs.ErrConflict; a gone shim ErrNoShim.
 func (c *Client) Kill(ctx context.Context, sig syscall.Signal) error {
-	_, err := c.call(ctx, &Request{Op: OpKill, Signal: int(sig)})
+	_, err := c.call(ctx, &wire.Request{Op: wire.OpKill, Signal: int(sig)})
 	return err
 }
 
 // Pause freezes the container's processes (Resume thaws them) through the
 // cgroup freezer; without one it is errdefs.ErrFailedPrecondition.
 func (c *Client) Pause(ctx context.Context) error {
-	_, err := c.call(ctx, &Request{Op: OpPause})
+	_, err := c.call(ctx, &wire.Request{Op: wire.OpPause})
 	return err
 }
 
 // Resume thaws a paused container.
 func (c *Client) Resume(ctx context.Context) error {
-	_, err := c.call(ctx, &Request{Op: OpResume})
+	_, err := c.call(ctx, &wire.Request{Op: wire.OpResume})
 	return err
 }
 
 // Resize sets the size of the container's tty (errdefs.ErrFailedPrecondition
 // without one).
 func (c *Client) Resize(ctx context.Context, height, width uint16) error {
-	_, err := c.call(ctx, &Request{Op: OpResize, Height: height, Width: width})
+	_, err := c.call(ctx, &wire.Request{Op: wire.OpResize, Height: height, Width: width})
 	return err
 }
 
 // ResizeExec sets the size of an exec process's tty.
 func (c *Client) ResizeExec(ctx context.Context, execID string, height, width uint16) error {
-	_, err := c.call(ctx, &Request{Op: OpResize, ExecID: execID, Height: height, Width: width})
+	_, err := c.call(ctx, &wire.Request{Op: wire.OpResize, ExecID: execID, Height: height, Width: width})
 	return err
 }
 
 // Wait blocks until the container has exited and returns its status. When
 // the shim is already gone it reads the exit file the shim left.
-func (c *Client) Wait(ctx context.Context) (ExitStatus, error) {
-	resp, err := c.call(ctx, &Request{Op: OpWait})
+func (c *Client) Wait(ctx context.Context) (wire.ExitStatus, error) {
+	resp, err := c.call(ctx, &wire.Request{Op: wire.OpWait})
 	if err == nil && resp.Exit != nil {
 		return *resp.Exit, nil
 	}
 	if err != nil && !errors.Is(err, ErrNoShim) {
-		return ExitStatus{}, err
+		return wire.ExitStatus{}, err
 	}
 	if c.exitFile == "" {
-		return ExitStatus{}, fmt.Errorf("%s: exit status unknown: %w", c.socket, ErrNoShim)
+		return wire.ExitStatus{}, fmt.Errorf("%s: exit status unknown: %w", c.socket, ErrNoShim)
 	}
-	st, rerr := ReadExit(c.exitFile)
+	st, rerr := wire.ReadExit(c.exitFile)
 	if errdefs.IsNotFound(rerr) {
 		// Gone without a status: it was killed.
-		return ExitStatus{}, fmt.Errorf("%s: died without recording an exit status: %w", c.socket, ErrNoShim)
+		return wire.ExitStatus{}, fmt.Errorf("%s: died without recording an exit status: %w", c.socket, ErrNoShim)
 	}
 	return st, rerr
 }
@@ -202,8 +204,8 @@ type Attachment struct {
 // container's stdin when it was created with StdinOnce). Cancelling ctx or
 // calling Close detaches.
 func (c *Client) Attach(ctx context.Context, opts AttachOptions) (*Attachment, error) {
-	conn, br, _, err := c.dial(ctx, &Request{
-		Op: OpAttach, Stdin: opts.Stdin != nil, Stdout: opts.Stdout != nil, Stderr: opts.Stderr != nil,
+	conn, br, _, err := c.dial(ctx, &wire.Request{
+		Op: wire.OpAttach, Stdin: opts.Stdin != nil, Stdout: opts.Stdout != nil, Stderr: opts.Stderr != nil,
 	})
 	if err != nil {
 		return nil, err
@@ -228,11 +230,11 @@ func (a *Attachment) Close() error { return a.conn.Close() }
 
 // copyOut demultiplexes frames until the shim closes the connection. An
 // exit frame, sent only for exec, is decoded into exit.
-func (a *Attachment) copyOut(exit *ExitStatus) {
+func (a *Attachment) copyOut(exit *wire.ExitStatus) {
 	defer close(a.done)
 	var buf []byte
 	for {
-		stream, p, err := ReadFrame(a.br, buf)
+		stream, p, err := wire.ReadFrame(a.br, buf)
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 				a.err = err
@@ -242,11 +244,11 @@ func (a *Attachment) copyOut(exit *ExitStatus) {
 		buf = p[:0]
 		var w io.Writer
 		switch stream {
-		case StreamStdout:
+		case wire.StreamStdout:
 			w = a.opts.Stdout
-		case StreamStderr:
+		case wire.StreamStderr:
 			w = a.opts.Stderr
-		case StreamExit:
+		case wire.StreamExit:
 			if exit != nil {
 				if err := json.Unmarshal(p, exit); err != nil {
 					a.err = err
@@ -269,17 +271,17 @@ func (a *Attachment) copyIn() {
 	if a.opts.Stdin == nil {
 		return
 	}
-	fw := NewFrameWriter(a.conn)
+	fw := wire.NewFrameWriter(a.conn)
 	buf := make([]byte, 32*1024)
 	for {
 		n, err := a.opts.Stdin.Read(buf)
 		if n > 0 {
-			if fw.WriteFrame(StreamStdin, buf[:n]) != nil {
+			if fw.WriteFrame(wire.StreamStdin, buf[:n]) != nil {
 				return
 			}
 		}
 		if errors.Is(err, io.EOF) {
-			_ = fw.WriteFrame(StreamStdin, nil)
+			_ = fw.WriteFrame(wire.StreamStdin, nil)
 			return
 		}
 		if err != nil {
@@ -306,48 +308,51 @@ type ExecOptions struct {
 // until it exits and returns its exit status. A missing executable is a
 // *StartError; an exec of a container that is not running is
 // errdefs.ErrConflict.
-func (c *Client) Exec(ctx context.Context, opts ExecOptions) (ExitStatus, error) {
-	p := opts.Process
-	conn, br, resp, err := c.dial(ctx, &Request{
-		Op: OpExec, ExecID: opts.ID, Process: &p, Detach: opts.Detach,
+func (c *Client) Exec(ctx context.Context, opts ExecOptions) (wire.ExitStatus, error) {
+	p, err := json.Marshal(opts.Process)
+	if err != nil {
+		return wire.ExitStatus{}, err
+	}
+	conn, br, resp, err := c.dial(ctx, &wire.Request{
+		Op: wire.OpExec, ExecID: opts.ID, Process: p, Tty: opts.Process.Terminal, Detach: opts.Detach,
 		Stdin: opts.Stdin != nil, Stdout: opts.Stdout != nil, Stderr: opts.Stderr != nil,
 	})
 	if err != nil {
-		return ExitStatus{}, err
+		return wire.ExitStatus{}, err
 	}
 	if opts.Started != nil {
 		opts.Started(resp.Pid)
 	}
 	if opts.Detach {
 		_ = conn.Close()
-		return ExitStatus{}, nil
+		return wire.ExitStatus{}, nil
 	}
 	a := &Attachment{conn: conn, br: br, opts: AttachOptions{Stdin: opts.Stdin, Stdout: opts.Stdout, Stderr: opts.Stderr},
 		done: make(chan struct{}), stdin: make(chan struct{})}
-	exit := ExitStatus{ExitCode: -1}
+	exit := wire.ExitStatus{ExitCode: -1}
 	go a.copyIn()
 	a.copyOut(&exit)
 	_ = conn.Close()
 	if ctx.Err() != nil {
-		return ExitStatus{}, ctx.Err()
+		return wire.ExitStatus{}, ctx.Err()
 	}
 	if a.err != nil {
-		return ExitStatus{}, a.err
+		return wire.ExitStatus{}, a.err
 	}
 	if exit.ExitCode < 0 {
-		return ExitStatus{}, fmt.Errorf("exec %s: stream ended without an exit status: %w", opts.ID, ErrNoShim)
+		return wire.ExitStatus{}, fmt.Errorf("exec %s: stream ended without an exit status: %w", opts.ID, ErrNoShim)
 	}
 	return exit, nil
 }
 
 // ExecState reports an exec process (errdefs.ErrNotFound for an unknown id).
-func (c *Client) ExecState(ctx context.Context, execID string) (ExecState, error) {
-	resp, err := c.call(ctx, &Request{Op: OpExecState, ExecID: execID})
+func (c *Client) ExecState(ctx context.Context, execID string) (wire.ExecState, error) {
+	resp, err := c.call(ctx, &wire.Request{Op: wire.OpExecState, ExecID: execID})
 	if err != nil {
-		return ExecState{}, err
+		return wire.ExecState{}, err
 	}
 	if resp.Exec == nil {
-		return ExecState{}, errors.New("shim protocol: exec state missing")
+		return wire.ExecState{}, errors.New("shim protocol: exec state missing")
 	}
 	return *resp.Exec, nil
 }

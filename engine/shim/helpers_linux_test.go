@@ -18,6 +18,8 @@ import (
 	"github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/hutch-engine/hutch/engine/shim"
+	"github.com/hutch-engine/hutch/engine/shim/jsonlog"
+	"github.com/hutch-engine/hutch/engine/shim/wire"
 )
 
 var seq atomic.Int64
@@ -79,11 +81,11 @@ func newOpts(t testing.TB, spec *specs.Spec) shim.StartOptions {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(bundle, shim.SpecFile), b, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(bundle, wire.SpecFile), b, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	o := shim.StartOptions{
-		ID: id, BundleDir: bundle, StateDir: env.state, ShimBinary: env.bin,
+		ID: id, BundleDir: bundle, StateDir: env.state, ShimBinary: env.bin, RuntimeBinary: env.rt,
 		SocketPath: filepath.Join(dir, "shim.sock"), LogPath: filepath.Join(dir, "json.log"),
 		ExitFile: filepath.Join(dir, "exit.json"),
 	}
@@ -111,10 +113,10 @@ func testCtx(t testing.TB) context.Context {
 }
 
 // logEntries reads the whole json-file log.
-func logEntries(t *testing.T, path string) []shim.LogEntry {
+func logEntries(t *testing.T, path string) []jsonlog.Entry {
 	t.Helper()
-	var out []shim.LogEntry
-	err := shim.ReadLog(context.Background(), path, shim.LogReadOptions{Tail: -1}, func(e shim.LogEntry) error {
+	var out []jsonlog.Entry
+	err := jsonlog.Read(context.Background(), path, jsonlog.ReadOptions{Tail: -1}, func(e jsonlog.Entry) error {
 		out = append(out, e)
 		return nil
 	})

@@ -19,8 +19,9 @@ import (
 // full-range mode differs only in having more ids mapped).
 //
 // HUTCH_SHIM_TEST_KEEP=1 keeps the temporary directory (bundles, logs,
-// shim.log). HUTCH_SHIM_BINARY names a prebuilt hutch-shim (needed when the tests run
-// as a user without the Go toolchain); otherwise it is built here.
+// shim.log). HUTCH_SHIM_BINARY and HUTCH_RUNTIME_BINARY name a prebuilt
+// hutch-shim and hutch-runtime (needed when the tests run as a user without
+// the Go toolchain); otherwise they are built here.
 
 const usernsEnv = "HUTCH_SHIM_TEST_IN_USERNS"
 
@@ -28,6 +29,7 @@ const usernsEnv = "HUTCH_SHIM_TEST_IN_USERNS"
 var env struct {
 	base   string // temp dir holding bin/, rootfs/, state/ and containers
 	bin    string // hutch-shim
+	rt     string // hutch-runtime
 	rootfs string
 	state  string // libcontainer root: not nested with bin's directory
 	userns bool
@@ -95,26 +97,34 @@ func setup() error {
 	env.base = base
 	env.state = filepath.Join(base, "state")
 	env.rootfs = filepath.Join(base, "rootfs")
-	env.bin = os.Getenv("HUTCH_SHIM_BINARY")
-	if env.bin == "" {
-		env.bin = filepath.Join(base, "bin", "hutch-shim")
-		if err := buildShim(env.bin); err != nil {
+	for _, b := range []struct {
+		dst    *string
+		envVar string
+		name   string
+		cgo    string
+	}{{&env.bin, "HUTCH_SHIM_BINARY", "hutch-shim", "0"}, {&env.rt, "HUTCH_RUNTIME_BINARY", "hutch-runtime", "1"}} {
+		if *b.dst = os.Getenv(b.envVar); *b.dst != "" {
+			continue
+		}
+		*b.dst = filepath.Join(base, "bin", b.name)
+		if err := build(*b.dst, b.name, b.cgo); err != nil {
 			return err
 		}
 	}
 	return makeRootfs(env.rootfs)
 }
 
-func buildShim(out string) error {
+// build builds ./cmd/name as make build does.
+func build(out, name, cgo string) error {
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(file), "..", "..")
 	cmd := exec.Command("go", "build",
 		"-tags", "exclude_graphdriver_btrfs exclude_graphdriver_zfs containers_image_openpgp",
-		"-o", out, "./cmd/hutch-shim")
+		"-o", out, "./cmd/"+name)
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED="+cgo)
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build hutch-shim: %v\n%s", err, b)
+		return fmt.Errorf("go build %s: %v\n%s", name, err, b)
 	}
 	return nil
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/hutch-engine/hutch/engine/shim"
+	"github.com/hutch-engine/hutch/engine/shim/jsonlog"
+	"github.com/hutch-engine/hutch/engine/shim/wire"
 )
 
 func TestRunExitAndLog(t *testing.T) {
@@ -71,7 +73,7 @@ func TestRunExitAndLog(t *testing.T) {
 					t.Errorf("log %q lacks %q", lines, want)
 				}
 			}
-			fromFile, err := shim.ReadExit(o.ExitFile)
+			fromFile, err := wire.ReadExit(o.ExitFile)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -99,7 +101,7 @@ func TestStartErrors(t *testing.T) {
 			ctx := testCtx(t)
 			o := newOpts(t, testSpec(tc.args...))
 			_, err := shim.Create(ctx, o)
-			var se *shim.StartError
+			var se *wire.StartError
 			if !errors.As(err, &se) {
 				t.Fatalf("err %v (%T), want a *StartError", err, err)
 			}
@@ -113,7 +115,7 @@ func TestStartErrors(t *testing.T) {
 			if _, err := shim.Connect(ctx, o.SocketPath); !errors.Is(err, shim.ErrNoShim) {
 				t.Errorf("connect after failed create: %v, want ErrNoShim", err)
 			}
-			if _, err := shim.ReadExit(o.ExitFile); !errdefs.IsNotFound(err) {
+			if _, err := wire.ReadExit(o.ExitFile); !errdefs.IsNotFound(err) {
 				t.Errorf("exit file after failed create: %v, want not found", err)
 			}
 		})
@@ -144,7 +146,7 @@ func TestKill(t *testing.T) {
 				t.Fatal(err)
 			}
 			st, err := c.State(ctx)
-			if err != nil || st.Status != shim.StatusRunning || st.Pid != c.Pid() {
+			if err != nil || st.Status != wire.StatusRunning || st.Pid != c.Pid() {
 				t.Fatalf("state %+v, %v", st, err)
 			}
 			// Let the shell install its trap.
@@ -200,7 +202,7 @@ func TestKillCreated(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, err := c.State(ctx)
-	if err != nil || st.Status != shim.StatusCreated {
+	if err != nil || st.Status != wire.StatusCreated {
 		t.Fatalf("state %+v, %v; want created", st, err)
 	}
 	if err := c.Kill(ctx, syscall.SIGKILL); err != nil {
@@ -400,7 +402,7 @@ func TestConnectAndReconcile(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, err := c.State(ctx)
-	if err != nil || st.Status != shim.StatusRunning || st.ExitFile != o.ExitFile || st.ShimPid == 0 {
+	if err != nil || st.Status != wire.StatusRunning || st.ExitFile != o.ExitFile || st.ShimPid == 0 {
 		t.Fatalf("state %+v %v", st, err)
 	}
 	a, err := c.Attach(ctx, shim.AttachOptions{Stdin: strings.NewReader("\n")})
@@ -425,7 +427,7 @@ func TestConnectAndReconcile(t *testing.T) {
 	if err != nil || exit.ExitCode != 7 {
 		t.Errorf("wait after shim exit: %+v %v", exit, err)
 	}
-	if exit, err := shim.ReadExit(o.ExitFile); err != nil || exit.ExitCode != 7 {
+	if exit, err := wire.ReadExit(o.ExitFile); err != nil || exit.ExitCode != 7 {
 		t.Errorf("ReadExit: %+v %v", exit, err)
 	}
 }
@@ -482,7 +484,7 @@ func TestExec(t *testing.T) {
 	}
 	t.Run("missing executable", func(t *testing.T) {
 		_, err := c.Exec(ctx, shim.ExecOptions{ID: "missing", Process: proc("nosuch")})
-		var se *shim.StartError
+		var se *wire.StartError
 		if !errors.As(err, &se) || se.ExitCode != 127 || !errdefs.IsInvalidArgument(err) {
 			t.Errorf("exec nosuch: %v", err)
 		}
@@ -491,7 +493,7 @@ func TestExec(t *testing.T) {
 		if _, err := c.Exec(ctx, shim.ExecOptions{ID: "bg", Process: proc("sh", "-c", "exit 4"), Detach: true}); err != nil {
 			t.Fatal(err)
 		}
-		var st shim.ExecState
+		var st wire.ExecState
 		if err := waitFor(ctx, func() bool {
 			st, err = c.ExecState(ctx, "bg")
 			return err == nil && !st.Running
@@ -538,7 +540,7 @@ func TestFollowLiveLog(t *testing.T) {
 		close(done)
 	}()
 	var got []string
-	err = shim.ReadLog(ctx, o.LogPath, shim.LogReadOptions{Tail: -1, Follow: true, Done: done}, func(e shim.LogEntry) error {
+	err = jsonlog.Read(ctx, o.LogPath, jsonlog.ReadOptions{Tail: -1, Follow: true, Done: done}, func(e jsonlog.Entry) error {
 		got = append(got, string(e.Line))
 		return nil
 	})
@@ -605,13 +607,13 @@ func TestShimKilled(t *testing.T) {
 	if err := syscall.Kill(st.Pid, 0); err != nil {
 		t.Fatalf("the container died with its shim: %v", err)
 	}
-	if err := shim.Delete(ctx, o.ShimBinary, o.BundleDir); err != nil {
+	if err := shim.Delete(ctx, o.RuntimeBinary, o.BundleDir); err != nil {
 		t.Fatal(err)
 	}
 	if err := waitFor(ctx, func() bool { return !processAlive(st.Pid) }); err != nil {
 		t.Error("container process survived Delete")
 	}
-	if err := shim.Delete(ctx, o.ShimBinary, o.BundleDir); err != nil {
+	if err := shim.Delete(ctx, o.RuntimeBinary, o.BundleDir); err != nil {
 		t.Errorf("second delete: %v", err)
 	}
 	// The same id can run again.

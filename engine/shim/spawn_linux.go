@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
+
+	"github.com/hutch-engine/hutch/engine/shim/wire"
 	"github.com/hutch-engine/hutch/internal/atomicfile"
 )
 
@@ -28,16 +30,16 @@ func Create(ctx context.Context, opts StartOptions) (*Client, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	cfg := Config{
+	cfg := wire.Config{
 		ID: opts.ID, StateDir: opts.StateDir, SocketPath: opts.SocketPath, LogPath: opts.LogPath, LogRotation: opts.LogRotation,
 		ExitFile: opts.ExitFile, Tty: opts.Tty, OpenStdin: opts.OpenStdin, StdinOnce: opts.StdinOnce,
-		Height: opts.ConsoleHeight, Width: opts.ConsoleWidth, Debug: opts.Debug,
+		Height: opts.ConsoleHeight, Width: opts.ConsoleWidth, Debug: opts.Debug, RuntimeBinary: opts.RuntimeBinary,
 	}
 	b, err := json.Marshal(cfg)
 	if err != nil {
 		return nil, err
 	}
-	if err := atomicfile.Write(filepath.Join(opts.BundleDir, ConfigFile), b, 0o600, false); err != nil {
+	if err := atomicfile.Write(filepath.Join(opts.BundleDir, wire.ConfigFile), b, 0o600, false); err != nil {
 		return nil, err
 	}
 	for _, d := range []string{opts.StateDir, filepath.Dir(opts.SocketPath), filepath.Dir(opts.LogPath), filepath.Dir(opts.ExitFile)} {
@@ -51,7 +53,7 @@ func Create(ctx context.Context, opts StartOptions) (*Client, error) {
 	}
 	var proc *os.Process
 	var readyR *os.File
-	if w := takeWarm(opts.ShimBinary); w != nil && w.hand(opts.BundleDir) == nil {
+	if w := takeWarm(opts.ShimBinary, opts.RuntimeBinary); w != nil && w.hand(opts.BundleDir) == nil {
 		proc, readyR = w.cmd.Process, w.ready
 	} else if proc, readyR, err = spawn(opts); err != nil {
 		return nil, err
@@ -117,14 +119,14 @@ func Start(ctx context.Context, opts StartOptions) (*Client, error) {
 	return c, nil
 }
 
-func readReady(ctx context.Context, r *os.File) (*Response, error) {
+func readReady(ctx context.Context, r *os.File) (*wire.Response, error) {
 	if dl, ok := ctx.Deadline(); ok {
 		_ = r.SetReadDeadline(dl)
 	}
 	stop := context.AfterFunc(ctx, func() { _ = r.SetReadDeadline(time.Now()) })
 	defer stop()
-	var resp Response
-	if err := ReadJSONLine(bufio.NewReader(r), &resp); err != nil {
+	var resp wire.Response
+	if err := wire.ReadJSONLine(bufio.NewReader(r), &resp); err != nil {
 		return nil, fmt.Errorf("shim exited before it was ready: %w", err)
 	}
 	return &resp, nil
@@ -136,7 +138,7 @@ func (o *StartOptions) validate() error {
 	}
 	for name, p := range map[string]string{
 		"BundleDir": o.BundleDir, "StateDir": o.StateDir, "SocketPath": o.SocketPath,
-		"LogPath": o.LogPath, "ExitFile": o.ExitFile, "ShimBinary": o.ShimBinary,
+		"LogPath": o.LogPath, "ExitFile": o.ExitFile, "ShimBinary": o.ShimBinary, "RuntimeBinary": o.RuntimeBinary,
 	} {
 		if !filepath.IsAbs(p) {
 			return fmt.Errorf("shim: %s %q is not absolute: %w", name, p, errdefs.ErrInvalidArgument)
@@ -146,9 +148,12 @@ func (o *StartOptions) validate() error {
 	if len(o.SocketPath) >= 108 {
 		return fmt.Errorf("shim: socket path %q is too long: %w", o.SocketPath, errdefs.ErrInvalidArgument)
 	}
-	bin, err := filepath.EvalSymlinks(o.ShimBinary)
-	if err != nil {
+	if _, err := os.Stat(o.ShimBinary); err != nil {
 		return fmt.Errorf("shim binary: %w: %w", err, errdefs.ErrFailedPrecondition)
+	}
+	bin, err := filepath.EvalSymlinks(o.RuntimeBinary)
+	if err != nil {
+		return fmt.Errorf("runtime binary: %w: %w", err, errdefs.ErrFailedPrecondition)
 	}
 	state, err := filepath.Abs(o.StateDir)
 	if err != nil {
@@ -158,7 +163,7 @@ func (o *StartOptions) validate() error {
 		state = s
 	}
 	if nested(filepath.Dir(bin), state) {
-		return fmt.Errorf("shim: state dir %s and the shim binary's directory %s must not be nested (libcontainer would copy the binary on every start): %w",
+		return fmt.Errorf("shim: state dir %s and the runtime binary's directory %s must not be nested (libcontainer would copy the binary on every start): %w",
 			state, filepath.Dir(bin), errdefs.ErrInvalidArgument)
 	}
 	return nil
@@ -174,11 +179,11 @@ func nested(a, b string) bool {
 }
 
 // Delete cleans up after a shim that died without recording an exit (kill
-// -9, OOM): it kills the container's processes and removes libcontainer's
-// state, using the bundle's shim.json. It is a no-op for a container that
-// is already gone; do not call it while the shim lives.
-func Delete(ctx context.Context, shimBinary, bundleDir string) error {
-	out, err := exec.CommandContext(ctx, shimBinary, "delete", bundleDir).CombinedOutput()
+// -9, OOM): hutch-runtime kills the container's processes and removes
+// libcontainer's state, using the bundle's shim.json. It is a no-op for a
+// container that is already gone; do not call it while the shim lives.
+func Delete(ctx context.Context, runtimeBinary, bundleDir string) error {
+	out, err := exec.CommandContext(ctx, runtimeBinary, "delete", bundleDir).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("delete container of %s: %w: %s", bundleDir, err, strings.TrimSpace(string(out)))
 	}

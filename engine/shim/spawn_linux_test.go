@@ -12,16 +12,19 @@ import (
 func TestValidateOptions(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "bin", "hutch-shim")
+	rt := filepath.Join(dir, "bin", "hutch-runtime")
 	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(bin, nil, 0o755); err != nil {
-		t.Fatal(err)
+	for _, b := range []string{bin, rt} {
+		if err := os.WriteFile(b, nil, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	good := StartOptions{
 		ID: "abc", BundleDir: filepath.Join(dir, "b"), StateDir: filepath.Join(dir, "state"),
 		SocketPath: filepath.Join(dir, "s.sock"), LogPath: filepath.Join(dir, "l"), ExitFile: filepath.Join(dir, "e"),
-		ShimBinary: bin,
+		ShimBinary: bin, RuntimeBinary: rt,
 	}
 	tests := []struct {
 		name  string
@@ -35,7 +38,9 @@ func TestValidateOptions(t *testing.T) {
 		{"state inside the binary's dir", func(o *StartOptions) { o.StateDir = filepath.Join(dir, "bin", "state") }, errdefs.ErrInvalidArgument},
 		{"binary's dir inside state", func(o *StartOptions) { o.StateDir = dir }, errdefs.ErrInvalidArgument},
 		{"long socket path", func(o *StartOptions) { o.SocketPath = "/" + string(make([]byte, 120)) }, errdefs.ErrInvalidArgument},
-		{"missing binary", func(o *StartOptions) { o.ShimBinary = filepath.Join(dir, "nope") }, errdefs.ErrFailedPrecondition},
+		{"missing shim binary", func(o *StartOptions) { o.ShimBinary = filepath.Join(dir, "nope") }, errdefs.ErrFailedPrecondition},
+		{"missing runtime binary", func(o *StartOptions) { o.RuntimeBinary = filepath.Join(dir, "nope") }, errdefs.ErrFailedPrecondition},
+		{"relative runtime binary", func(o *StartOptions) { o.RuntimeBinary = "hutch-runtime" }, errdefs.ErrInvalidArgument},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

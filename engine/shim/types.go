@@ -1,34 +1,16 @@
 package shim
 
 import (
-	"errors"
 	"fmt"
-	"strings"
-	"time"
 
 	"github.com/containerd/errdefs"
+
+	"github.com/hutch-engine/hutch/engine/shim/jsonlog"
 )
-
-// ConfigFile is the name of the shim's own options file in the bundle
-// directory, next to the OCI spec (config.json) that the engine writes.
-const ConfigFile = "shim.json"
-
-// SpecFile is the OCI runtime spec in the bundle directory.
-const SpecFile = "config.json"
 
 // ErrNoShim reports that no shim answers on a socket: it has exited (read the
 // exit file) or was never started.
 var ErrNoShim = fmt.Errorf("shim not running: %w", errdefs.ErrUnavailable)
-
-// Status is the state of a shim's container.
-type Status string
-
-// A container is created (init waits for Start), running, or stopped.
-const (
-	StatusCreated Status = "created"
-	StatusRunning Status = "running"
-	StatusStopped Status = "stopped"
-)
 
 // StartOptions says which container a new shim runs and where its files go.
 // Every path must be absolute.
@@ -40,7 +22,7 @@ type StartOptions struct {
 	// own diagnostic log shim.log there.
 	BundleDir string
 	// StateDir is libcontainer's state root. It must not be nested with the
-	// directory of ShimBinary: libcontainer seals /proc/self/exe with an
+	// directory of RuntimeBinary: libcontainer seals /proc/self/exe with an
 	// overlayfs whose lower layers are both directories, and overlapping
 	// layers make it fall back to copying the binary into a memfd on every
 	// start (DESIGN §8).
@@ -50,7 +32,7 @@ type StartOptions struct {
 	// LogPath receives the container's output in Docker's json-file format.
 	LogPath string
 	// LogRotation is the json-file max-size/max-file.
-	LogRotation LogRotation
+	LogRotation jsonlog.Rotation
 	// ExitFile receives the exit status (JSON, written atomically) before
 	// the shim exits.
 	ExitFile string
@@ -65,154 +47,11 @@ type StartOptions struct {
 
 	// ShimBinary is the hutch-shim executable.
 	ShimBinary string
+	// RuntimeBinary is hutch-runtime, the libcontainer side: the shim
+	// starts it to create the container, for each exec, pause and resume,
+	// and to delete the container; libcontainer re-executes it as the
+	// container's init.
+	RuntimeBinary string
 	// Debug makes the shim and libcontainer log at debug level to shim.log.
 	Debug bool
 }
-
-// Config is the shim's options file (shim.json), written by Create.
-type Config struct {
-	ID          string      `json:"id"`
-	StateDir    string      `json:"stateDir"`
-	SocketPath  string      `json:"socketPath"`
-	LogPath     string      `json:"logPath"`
-	LogRotation LogRotation `json:"logRotation,omitempty"`
-	ExitFile    string      `json:"exitFile"`
-	Tty         bool        `json:"tty,omitempty"`
-	OpenStdin   bool        `json:"openStdin,omitempty"`
-	StdinOnce   bool        `json:"stdinOnce,omitempty"`
-	Height      uint16      `json:"height,omitempty"`
-	Width       uint16      `json:"width,omitempty"`
-	Debug       bool        `json:"debug,omitempty"`
-}
-
-// ExitStatus is how a container ended. Death by signal N is 128+N, as in
-// Docker.
-type ExitStatus struct {
-	ExitCode   int
-	OOMKilled  bool
-	StartedAt  time.Time `json:",omitzero"`
-	FinishedAt time.Time
-	Error      string
-}
-
-// State is what a shim reports about its container.
-type State struct {
-	ID  string
-	Pid int
-	// ShimPid is the shim's own pid, for the engine's liveness checks and
-	// for measuring it.
-	ShimPid   int
-	Status    Status
-	StartedAt time.Time   `json:",omitzero"`
-	Exit      *ExitStatus `json:",omitempty"`
-	// ExitFile is where the shim writes Exit before it exits; Wait falls
-	// back to it when the shim is gone.
-	ExitFile  string
-	Tty       bool
-	OpenStdin bool
-}
-
-// ExecState is what a shim reports about one exec process.
-type ExecState struct {
-	ID       string
-	Pid      int
-	Running  bool
-	ExitCode int
-}
-
-// StartError is a failure to create or start the container's process, with
-// the exit code Docker records for it: 127 when the command does not exist,
-// 126 when it cannot be invoked, 128 otherwise. It unwraps to
-// errdefs.ErrInvalidArgument for the first two (Docker answers 400) and to
-// errdefs.ErrUnknown otherwise (500).
-type StartError struct {
-	Msg      string
-	ExitCode int
-}
-
-func (e *StartError) Error() string { return "OCI runtime create failed: " + e.Msg }
-
-func (e *StartError) Unwrap() error {
-	if e.ExitCode == 126 || e.ExitCode == 127 {
-		return errdefs.ErrInvalidArgument
-	}
-	return errdefs.ErrUnknown
-}
-
-// NewStartError classes a libcontainer start error message the way Docker
-// does (daemon/start.go): by looking for the errno text in it.
-func NewStartError(msg string) *StartError {
-	l := strings.ToLower(msg)
-	code := 128
-	switch {
-	case strings.Contains(l, "executable file not found"),
-		strings.Contains(l, "no such file or directory"),
-		strings.Contains(l, "system cannot find the file specified"):
-		code = 127
-	case strings.Contains(l, "permission denied"):
-		code = 126
-	case strings.Contains(l, "not a directory"):
-		msg += ": Are you trying to mount a directory onto a file (or vice-versa)? Check if the specified host path exists and is the expected type"
-		code = 127
-	}
-	return &StartError{Msg: msg, ExitCode: code}
-}
-
-// errClass names an errdefs class on the wire so that the client rebuilds
-// the same class.
-func errClass(err error) string {
-	var se *StartError
-	switch {
-	case errors.As(err, &se):
-		return "start"
-	case errdefs.IsNotFound(err):
-		return "notfound"
-	case errdefs.IsInvalidArgument(err):
-		return "invalid"
-	case errdefs.IsConflict(err):
-		return "conflict"
-	case errdefs.IsFailedPrecondition(err):
-		return "precondition"
-	case errdefs.IsNotImplemented(err):
-		return "notimplemented"
-	case errdefs.IsUnavailable(err):
-		return "unavailable"
-	case errdefs.IsAlreadyExists(err):
-		return "exists"
-	}
-	return ""
-}
-
-func classErr(class, msg string, code int) error {
-	var c error
-	switch class {
-	case "start":
-		return &StartError{Msg: msg, ExitCode: code}
-	case "notfound":
-		c = errdefs.ErrNotFound
-	case "invalid":
-		c = errdefs.ErrInvalidArgument
-	case "conflict":
-		c = errdefs.ErrConflict
-	case "precondition":
-		c = errdefs.ErrFailedPrecondition
-	case "notimplemented":
-		c = errdefs.ErrNotImplemented
-	case "unavailable":
-		c = errdefs.ErrUnavailable
-	case "exists":
-		c = errdefs.ErrAlreadyExists
-	default:
-		return errors.New(msg)
-	}
-	return &remoteError{msg: msg, class: c}
-}
-
-// remoteError keeps the shim's message verbatim while carrying its class.
-type remoteError struct {
-	msg   string
-	class error
-}
-
-func (e *remoteError) Error() string { return e.msg }
-func (e *remoteError) Unwrap() error { return e.class }

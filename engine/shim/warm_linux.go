@@ -10,17 +10,19 @@ import (
 )
 
 // A warm shim is started ahead of need: it has run the Go runtime's start
-// and its packages' init, and waits on its control pipe for the bundle of
-// the next container. Taking it instead of executing a new one saves the
-// exec of a shim (3-4 ms here) on every start; the next one is started in
-// the background. One is kept per shim binary, only while containers are
+// and its packages' init, has started the hutch-runtime that will create
+// the container, and waits on its control pipe for the bundle of the next
+// container. Taking it instead of executing a new one saves the exec of a
+// shim and of hutch-runtime on every start; the next one is started in the
+// background. One is kept per pair of binaries, only while containers are
 // started: it exits after warmIdle without use, when the engine closes
 // (CloseWarm), or when the engine dies (its control pipe ends).
 type warmShim struct {
-	binary string
-	cmd    *exec.Cmd
-	ctl    *os.File // the write end of its control pipe
-	ready  *os.File // the read end of its ready pipe
+	binary  string
+	runtime string
+	cmd     *exec.Cmd
+	ctl     *os.File // the write end of its control pipe
+	ready   *os.File // the read end of its ready pipe
 }
 
 // warmIdle is how long an unused warm shim waits before it exits.
@@ -37,26 +39,26 @@ var warm struct {
 	timer    *time.Timer
 }
 
-// takeWarm returns the warm shim for binary, if one is ready, and starts
-// the next in the background.
-func takeWarm(binary string) *warmShim {
+// takeWarm returns the warm shim for the binaries, if one is ready, and
+// starts the next in the background.
+func takeWarm(binary, runtime string) *warmShim {
 	warm.mu.Lock()
 	defer warm.mu.Unlock()
 	w := warm.shim
 	warm.shim = nil
-	if w != nil && w.binary != binary {
+	if w != nil && (w.binary != binary || w.runtime != runtime) {
 		w.stop()
 		w = nil
 	}
 	if !warm.closed && !warm.starting {
 		warm.starting = true
-		go startWarm(binary)
+		go startWarm(binary, runtime)
 	}
 	return w
 }
 
-func startWarm(binary string) {
-	w, err := spawnWarm(binary)
+func startWarm(binary, runtime string) {
+	w, err := spawnWarm(binary, runtime)
 	warm.mu.Lock()
 	defer warm.mu.Unlock()
 	warm.starting = false
@@ -95,7 +97,9 @@ func CloseWarm() {
 	}
 }
 
-func spawnWarm(binary string) (*warmShim, error) {
+// spawnWarm starts "hutch-shim warm RUNTIME": the shim starts its first
+// hutch-runtime at once, so that it too waits ready.
+func spawnWarm(binary, runtime string) (*warmShim, error) {
 	readyR, readyW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -106,7 +110,7 @@ func spawnWarm(binary string) (*warmShim, error) {
 		readyW.Close()
 		return nil, err
 	}
-	cmd := exec.Command(binary, "warm")
+	cmd := exec.Command(binary, "warm", runtime)
 	cmd.Dir = "/"
 	cmd.ExtraFiles = []*os.File{readyW, ctlR}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -119,7 +123,7 @@ func spawnWarm(binary string) (*warmShim, error) {
 		return nil, fmt.Errorf("start warm shim: %w", err)
 	}
 	go func() { _ = cmd.Wait() }()
-	return &warmShim{binary: binary, cmd: cmd, ctl: ctlW, ready: readyR}, nil
+	return &warmShim{binary: binary, runtime: runtime, cmd: cmd, ctl: ctlW, ready: readyR}, nil
 }
 
 // hand gives the warm shim its bundle; it then runs as `hutch-shim run

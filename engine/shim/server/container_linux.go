@@ -1,147 +1,265 @@
 package server
 
 import (
-	"encoding/json"
 	"errors"
-	"fmt"
-	"log/slog"
 	"os"
-	"path/filepath"
+	"time"
 
 	"github.com/containerd/errdefs"
-	"github.com/opencontainers/runc/libcontainer"
-	"github.com/opencontainers/runc/libcontainer/configs"
-	"github.com/opencontainers/runc/libcontainer/specconv"
-	"github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
-	"github.com/hutch-engine/hutch/engine/shim"
+	"github.com/hutch-engine/hutch/engine/shim/jsonlog"
+	"github.com/hutch-engine/hutch/engine/shim/wire"
 )
 
-// loadSpec reads the bundle's config.json and fits it to this host.
-func loadSpec(bundle string, host shim.Host, log *slog.Logger) (*specs.Spec, error) {
-	b, err := os.ReadFile(filepath.Join(bundle, shim.SpecFile))
+// create has hutch-runtime make the container, its init waiting (on
+// libcontainer's exec fifo) for Start, and opens the socket.
+func (s *server) create(bundle string) error {
+	cfg, err := readConfig(bundle)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var spec specs.Spec
-	if err := json.Unmarshal(b, &spec); err != nil {
-		return nil, fmt.Errorf("%s: %w: %w", shim.SpecFile, err, errdefs.ErrInvalidArgument)
+	s.cfg, s.bundle = cfg, bundle
+	s.log = &logger{debugOn: cfg.Debug, id: cfg.ID}
+	if s.spare != nil && s.runtimeBin != cfg.RuntimeBinary {
+		s.spare.close()
+		s.spare = nil
 	}
-	if spec.Process == nil || len(spec.Process.Args) == 0 {
-		return nil, fmt.Errorf("%s: no process args: %w", shim.SpecFile, errdefs.ErrInvalidArgument)
-	}
-	if spec.Root == nil || !filepath.IsAbs(spec.Root.Path) {
-		return nil, fmt.Errorf("%s: root.path must be absolute: %w", shim.SpecFile, errdefs.ErrInvalidArgument)
-	}
-	for _, w := range shim.AdjustSpec(&spec, host) {
-		log.Warn("spec adjusted", "warning", w)
-	}
-	return &spec, nil
-}
+	s.runtimeBin = cfg.RuntimeBinary
 
-// createContainer makes the libcontainer container, replacing a stopped
-// leftover of an earlier run with the same id (a shim killed with -9 leaves
-// its state directory behind).
-func createContainer(cfg *shim.Config, spec *specs.Spec, host shim.Host) (*libcontainer.Container, error) {
-	if os.Geteuid() != 0 {
-		return nil, fmt.Errorf("the shim must run as uid 0 (real root or inside the rootless user namespace): %w", errdefs.ErrFailedPrecondition)
-	}
-	lc, err := specconv.CreateLibcontainerConfig(&specconv.CreateOpts{
-		CgroupName: cfg.ID,
-		Spec:       spec,
-		// uid 0 inside the user namespace is root enough for libcontainer;
-		// the container shares that namespace instead of creating one.
-		RootlessEUID:    false,
-		RootlessCgroups: host.InUserNS,
-	})
+	pr, roles, files, err := newProc(cfg.Tty, cfg.OpenStdin)
 	if err != nil {
-		return nil, fmt.Errorf("container config: %w: %w", err, errdefs.ErrInvalidArgument)
+		return err
 	}
-	c, err := libcontainer.Create(cfg.StateDir, cfg.ID, lc)
-	if errors.Is(err, libcontainer.ErrExist) {
-		old, lerr := libcontainer.Load(cfg.StateDir, cfg.ID)
-		if lerr != nil {
-			return nil, err
-		}
-		if st, _ := old.Status(); st != libcontainer.Stopped {
-			return nil, fmt.Errorf("container %s is %s in %s: %w", cfg.ID, st, cfg.StateDir, errdefs.ErrConflict)
-		}
-		if derr := old.Destroy(); derr != nil {
-			return nil, derr
-		}
-		c, err = libcontainer.Create(cfg.StateDir, cfg.ID, lc)
+	logw, err := jsonlog.OpenWriter(cfg.LogPath, cfg.LogRotation)
+	if err != nil {
+		pr.closeAll()
+		return err
 	}
-	return c, err
+	reply, initExit, err := s.runtime(&wire.RuntimeRequest{Op: wire.RuntimeCreate, Bundle: bundle, Files: roles}, files)
+	if err != nil {
+		pr.closeAll()
+		_ = logw.Close()
+		return err
+	}
+	s.pid, s.fifo, s.stateDir, s.needsDel = reply.Pid, reply.Fifo, reply.StateDir, reply.NeedsDelete
+	s.logw = logw
+	go func() {
+		s.initStatus = <-initExit
+		close(s.initDone)
+	}()
+	s.log.debug("init started", "pid", itoa(s.pid))
+	if err := pr.started(); err != nil {
+		return s.abort(err)
+	}
+	for i := range pr.outputs {
+		name := "stdout"
+		if pr.outputs[i].stream == wire.StreamStderr {
+			name = "stderr"
+		}
+		pr.outputs[i].log = logw.Stream(name)
+	}
+	if s.pidfd, err = unix.PidfdOpen(s.pid, 0); err != nil {
+		return s.abort(wire.Wrap("pidfd of the container's init", err))
+	}
+	s.init = pr
+	s.status = wire.StatusCreated
+	pr.pump()
+
+	ln, err := listen(s.cfg.SocketPath)
+	if err != nil {
+		return s.abort(err)
+	}
+	s.ln = ln
+	return nil
 }
 
-// newProcess converts an OCI process to libcontainer's.
-func newProcess(p *specs.Process, init bool) (*libcontainer.Process, error) {
-	lp := &libcontainer.Process{
-		Args:            p.Args,
-		Env:             p.Env,
-		UID:             int(p.User.UID),
-		GID:             int(p.User.GID),
-		Cwd:             p.Cwd,
-		NoNewPrivileges: &p.NoNewPrivileges,
-		Init:            init,
-	}
-	for _, g := range p.User.AdditionalGids {
-		lp.AdditionalGroups = append(lp.AdditionalGroups, int(g))
-	}
-	if p.ConsoleSize != nil {
-		lp.ConsoleHeight, lp.ConsoleWidth = uint16(p.ConsoleSize.Height), uint16(p.ConsoleSize.Width)
-	}
-	if c := p.Capabilities; c != nil {
-		lp.Capabilities = &configs.Capabilities{
-			Bounding: c.Bounding, Effective: c.Effective, Inheritable: c.Inheritable,
-			Permitted: c.Permitted, Ambient: c.Ambient,
+// abort undoes a create that failed after the init was started.
+func (s *server) abort(err error) error {
+	select {
+	case <-s.initDone:
+	default:
+		// Not reaped yet, so the pid is still the init's.
+		_ = unix.Kill(s.pid, unix.SIGKILL)
+		select {
+		case <-s.initDone:
+		case <-time.After(5 * time.Second):
 		}
 	}
-	for _, rl := range p.Rlimits {
-		t, ok := rlimitType(rl.Type)
-		if !ok {
-			return nil, fmt.Errorf("unknown rlimit %q: %w", rl.Type, errdefs.ErrInvalidArgument)
-		}
-		lp.Rlimits = append(lp.Rlimits, configs.Rlimit{Type: t, Hard: rl.Hard, Soft: rl.Soft})
-	}
-	return lp, nil
+	s.removeContainer()
+	return err
 }
 
-func rlimitType(name string) (int, bool) {
-	switch name {
-	case "RLIMIT_CPU":
-		return unix.RLIMIT_CPU, true
-	case "RLIMIT_FSIZE":
-		return unix.RLIMIT_FSIZE, true
-	case "RLIMIT_DATA":
-		return unix.RLIMIT_DATA, true
-	case "RLIMIT_STACK":
-		return unix.RLIMIT_STACK, true
-	case "RLIMIT_CORE":
-		return unix.RLIMIT_CORE, true
-	case "RLIMIT_RSS":
-		return unix.RLIMIT_RSS, true
-	case "RLIMIT_NPROC":
-		return unix.RLIMIT_NPROC, true
-	case "RLIMIT_NOFILE":
-		return unix.RLIMIT_NOFILE, true
-	case "RLIMIT_MEMLOCK":
-		return unix.RLIMIT_MEMLOCK, true
-	case "RLIMIT_AS":
-		return unix.RLIMIT_AS, true
-	case "RLIMIT_LOCKS":
-		return unix.RLIMIT_LOCKS, true
-	case "RLIMIT_SIGPENDING":
-		return unix.RLIMIT_SIGPENDING, true
-	case "RLIMIT_MSGQUEUE":
-		return unix.RLIMIT_MSGQUEUE, true
-	case "RLIMIT_NICE":
-		return unix.RLIMIT_NICE, true
-	case "RLIMIT_RTPRIO":
-		return unix.RLIMIT_RTPRIO, true
-	case "RLIMIT_RTTIME":
-		return unix.RLIMIT_RTTIME, true
+// removeContainer deletes the stopped container and reports whether the
+// OOM killer struck it (known only where it had a memory cgroup).
+func (s *server) removeContainer() (oomKilled bool) {
+	if !s.needsDel {
+		// No cgroup, no hooks: libcontainer's delete would only remove
+		// the state directory, so the exec of hutch-runtime is saved.
+		if err := os.RemoveAll(s.stateDir); err != nil {
+			s.log.warn("remove state", "err", err.Error())
+		}
+		return false
 	}
-	return 0, false
+	reply, _, err := s.runtime(&wire.RuntimeRequest{Op: wire.RuntimeDelete, Bundle: s.bundle}, nil)
+	if err != nil {
+		s.log.warn("delete", "err", err.Error())
+		return false
+	}
+	return reply.OOMKilled
+}
+
+// start lets the init exec the container's command.
+func (s *server) start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.status != wire.StatusCreated {
+		return wire.Wrap("container "+s.cfg.ID+" is "+string(s.status), errdefs.ErrConflict)
+	}
+	// Stamped before the release: a quick command can exit (and be
+	// reaped) at once, and its end must not come before its start.
+	started := time.Now().UTC()
+	if err := s.releaseInit(); err != nil {
+		return wire.NewStartError(err.Error())
+	}
+	s.status = wire.StatusRunning
+	s.startedAt = started
+	s.log.debug("started")
+	return nil
+}
+
+// releaseInit lets the init exec the command, as runc start does: the
+// init blocks opening libcontainer's exec fifo for writing until a reader
+// opens it, writes a byte, and execs. The fifo is opened read-write and
+// non-blocking: the open never waits, our own writer end means no EOF
+// before the init's byte, and the wait for it holds no thread.
+func (s *server) releaseInit() error {
+	f, err := os.OpenFile(s.fifo, os.O_RDWR|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return wire.Wrap("exec fifo", err)
+	}
+	defer f.Close()
+	buf := make([]byte, 1)
+	got := make(chan error, 1)
+	go func() {
+		_, err := f.Read(buf)
+		got <- err
+	}()
+	select {
+	case err = <-got:
+	case <-s.initDone:
+		// It ran and exited already (its byte is in the fifo), or it died
+		// before it wrote.
+		_ = f.SetReadDeadline(time.Now())
+		if err = <-got; err != nil {
+			err = errors.New("container process is already dead")
+			_ = f.SetReadDeadline(time.Time{})
+			if rc, rerr := f.SyscallConn(); rerr == nil {
+				_ = rc.Read(func(fd uintptr) bool {
+					if n, _ := unix.Read(int(fd), buf); n == 1 {
+						err = nil
+					}
+					return true
+				})
+			}
+		}
+	}
+	if err != nil {
+		return err
+	}
+	_ = os.Remove(s.fifo)
+	return nil
+}
+
+// serve answers clients until the container has exited and every waiter
+// has its answer.
+func (s *server) serve() {
+	accepting := make(chan struct{})
+	go func() {
+		defer close(accepting)
+		s.accept()
+	}()
+	<-s.initDone
+	s.finish(s.initStatus)
+	// Waiters and attachers have their answers. New clients find no
+	// socket and read the exit file; connections in flight get a moment.
+	_ = os.Remove(s.cfg.SocketPath)
+	_ = s.ln.Close()
+	<-accepting
+	done := make(chan struct{})
+	go func() {
+		s.conns.Wait()
+		s.runtimes.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+	}
+}
+
+// finish records the exit: all output is in the log before the exit file
+// exists, so a client that sees the exit can read complete logs.
+func (s *server) finish(ws unix.WaitStatus) {
+	finished := time.Now().UTC()
+	s.log.debug("init exited")
+	s.init.finish(outputGrace)
+	s.finishExecs()
+	_ = s.logw.Close()
+	s.log.debug("output ended")
+	oom := s.removeContainer()
+	s.log.debug("destroyed")
+	s.mu.Lock()
+	st := &wire.ExitStatus{ExitCode: exitCode(ws), OOMKilled: oom, StartedAt: s.startedAt, FinishedAt: finished}
+	s.mu.Unlock()
+	if err := wire.WriteExit(s.cfg.ExitFile, *st); err != nil {
+		s.log.error("exit status not recorded", "err", err.Error())
+		st.Error = err.Error()
+	}
+	s.log.info("exited", "code", itoa(st.ExitCode))
+	s.mu.Lock()
+	s.status = wire.StatusStopped
+	s.exit = st
+	s.mu.Unlock()
+	close(s.exited)
+}
+
+func (s *server) state() wire.State {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return wire.State{
+		ID: s.cfg.ID, Pid: s.pid, ShimPid: os.Getpid(), Status: s.status, StartedAt: s.startedAt, Exit: s.exit,
+		ExitFile: s.cfg.ExitFile, Tty: s.cfg.Tty, OpenStdin: s.cfg.OpenStdin,
+	}
+}
+
+// freeze pauses or resumes every process of the container through its
+// cgroup freezer (hutch-runtime's pause and resume).
+func (s *server) freeze(pause bool) error {
+	select {
+	case <-s.exited:
+		return wire.Wrap("container "+s.cfg.ID+" is not running", errdefs.ErrConflict)
+	default:
+	}
+	op := wire.RuntimeResume
+	if pause {
+		op = wire.RuntimePause
+	}
+	_, _, err := s.runtime(&wire.RuntimeRequest{Op: op, Bundle: s.bundle}, nil)
+	return err
+}
+
+func (s *server) kill(sig int) error {
+	if sig <= 0 || sig > 64 {
+		return wire.Wrap("invalid signal "+itoa(sig), errdefs.ErrInvalidArgument)
+	}
+	select {
+	case <-s.exited:
+		return wire.Wrap("container "+s.cfg.ID+" is not running", errdefs.ErrConflict)
+	default:
+	}
+	if err := unix.PidfdSendSignal(s.pidfd, unix.Signal(sig), nil, 0); err != nil && err != unix.ESRCH {
+		return wire.Wrap("signal "+itoa(sig)+" to the container", err)
+	}
+	return nil
 }

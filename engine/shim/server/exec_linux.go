@@ -2,15 +2,13 @@ package server
 
 import (
 	"bufio"
-	"encoding/json"
-	"fmt"
-	"net"
+	"os"
 	"time"
 
 	"github.com/containerd/errdefs"
 	"golang.org/x/sys/unix"
 
-	"github.com/hutch-engine/hutch/engine/shim"
+	"github.com/hutch-engine/hutch/engine/shim/wire"
 )
 
 // execProc is a process started in the running container (docker exec): a
@@ -28,17 +26,17 @@ func (s *server) lookupExec(id string) (*execProc, error) {
 	defer s.mu.Unlock()
 	e, ok := s.execs[id]
 	if !ok {
-		return nil, fmt.Errorf("exec %s: %w", id, errdefs.ErrNotFound)
+		return nil, wire.Wrap("exec "+id, errdefs.ErrNotFound)
 	}
 	return e, nil
 }
 
-func (s *server) execState(id string) (shim.ExecState, error) {
+func (s *server) execState(id string) (wire.ExecState, error) {
 	e, err := s.lookupExec(id)
 	if err != nil {
-		return shim.ExecState{}, err
+		return wire.ExecState{}, err
 	}
-	st := shim.ExecState{ID: id, Pid: e.pid, Running: true}
+	st := wire.ExecState{ID: id, Pid: e.pid, Running: true}
 	select {
 	case <-e.done:
 		st.Running, st.ExitCode = false, e.code
@@ -49,8 +47,8 @@ func (s *server) execState(id string) (shim.ExecState, error) {
 
 // exec starts req.Process and, unless detached, streams it on conn until
 // it has exited, ending with a StreamExit frame.
-func (s *server) exec(conn net.Conn, br *bufio.Reader, req shim.Request) {
-	fail := func(err error) { _ = shim.WriteJSONLine(conn, shim.ErrorResponse(err)) }
+func (s *server) exec(conn *os.File, br *bufio.Reader, req wire.Request) {
+	fail := func(err error) { _ = wire.WriteJSONLine(conn, wire.ErrorResponse(err)) }
 	e, err := s.startExec(req)
 	if err != nil {
 		fail(err)
@@ -59,15 +57,15 @@ func (s *server) exec(conn net.Conn, br *bufio.Reader, req shim.Request) {
 	pr := e.proc
 	if req.Detach {
 		pr.pump()
-		_ = shim.WriteJSONLine(conn, &shim.Response{Pid: e.pid})
+		_ = wire.WriteJSONLine(conn, &wire.Response{Pid: e.pid})
 		return
 	}
-	streams := [3]bool{shim.StreamStdout: req.Stdout, shim.StreamStderr: req.Stderr}
+	streams := [3]bool{wire.StreamStdout: req.Stdout, wire.StreamStderr: req.Stderr}
 	if pr.tty {
-		streams[shim.StreamStdout] = req.Stdout || req.Stderr
+		streams[wire.StreamStdout] = req.Stdout || req.Stderr
 	}
 	// Registered before the output pumps start: nothing is lost.
-	a, err := pr.attach(conn, streams, &shim.Response{Pid: e.pid})
+	a, err := pr.attach(conn, streams, &wire.Response{Pid: e.pid})
 	pr.pump()
 	if err != nil {
 		return
@@ -84,41 +82,35 @@ func (s *server) exec(conn net.Conn, br *bufio.Reader, req shim.Request) {
 		pr.detach(a)
 		return
 	}
-	b, _ := json.Marshal(shim.ExitStatus{ExitCode: e.code, FinishedAt: time.Now().UTC()})
-	_ = a.fw.WriteFrame(shim.StreamExit, b)
+	b, _ := (&wire.ExitStatus{ExitCode: e.code, FinishedAt: time.Now().UTC()}).MarshalJSON()
+	_ = a.fw.WriteFrame(wire.StreamExit, b)
 	pr.detach(a)
 }
 
-func (s *server) startExec(req shim.Request) (*execProc, error) {
-	if req.ExecID == "" || req.Process == nil || len(req.Process.Args) == 0 {
-		return nil, fmt.Errorf("exec needs an id and a process with args: %w", errdefs.ErrInvalidArgument)
+// startExec has hutch-runtime start req.Process in the container. The
+// lock is held throughout, so that an exec id is started once.
+func (s *server) startExec(req wire.Request) (*execProc, error) {
+	if req.ExecID == "" || len(req.Process) == 0 {
+		return nil, wire.Wrap("exec needs an id and a process", errdefs.ErrInvalidArgument)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.status != shim.StatusRunning {
-		return nil, fmt.Errorf("container %s is not running: %w", s.cfg.ID, errdefs.ErrConflict)
+	if s.status != wire.StatusRunning {
+		return nil, wire.Wrap("container "+s.cfg.ID+" is not running", errdefs.ErrConflict)
 	}
 	if _, dup := s.execs[req.ExecID]; dup {
-		return nil, fmt.Errorf("exec %s already exists: %w", req.ExecID, errdefs.ErrAlreadyExists)
+		return nil, wire.Wrap("exec "+req.ExecID+" already exists", errdefs.ErrAlreadyExists)
 	}
-	p, err := newProcess(req.Process, false)
+	pr, roles, files, err := newProc(req.Tty, req.Stdin && !req.Detach)
 	if err != nil {
 		return nil, err
 	}
-	pr, err := newProc(p, req.Process.Terminal, req.Stdin && !req.Detach)
-	if err != nil {
-		return nil, err
-	}
-	pid, exited, err := s.reaper.spawn(func() (int, error) {
-		if err := s.container.Run(p); err != nil {
-			return 0, err
-		}
-		return p.Pid()
-	})
+	reply, exited, err := s.runtime(&wire.RuntimeRequest{Op: wire.RuntimeExec, Bundle: s.bundle, Files: roles, Process: req.Process}, files)
 	if err != nil {
 		pr.closeAll()
-		return nil, shim.NewStartError(err.Error())
+		return nil, err
 	}
+	pid := reply.Pid
 	if err := pr.started(); err != nil {
 		_ = unix.Kill(pid, unix.SIGKILL)
 		return nil, err

@@ -2,19 +2,15 @@ package server
 
 import (
 	"errors"
-	"fmt"
 	"io"
-	"net"
 	"os"
 	"sync"
 	"syscall"
 	"time"
 
-	"github.com/containerd/console"
-	"github.com/opencontainers/runc/libcontainer"
 	"golang.org/x/sys/unix"
 
-	"github.com/hutch-engine/hutch/engine/shim"
+	"github.com/hutch-engine/hutch/engine/shim/wire"
 )
 
 // proc holds the stdio of one container process (the init or an exec) and
@@ -30,7 +26,7 @@ type proc struct {
 	stdinMu sync.Mutex
 	stdin   io.WriteCloser // pipe write end or pty master; nil without stdin
 
-	console console.Console
+	console *os.File // the pty master, for resize
 	outputs []output
 
 	mu        sync.Mutex
@@ -47,8 +43,8 @@ type output struct {
 
 // attacher is one client connection receiving the output.
 type attacher struct {
-	conn    net.Conn
-	fw      *shim.FrameWriter
+	conn    *os.File
+	fw      *wire.FrameWriter
 	streams [3]bool
 	done    chan struct{}
 	once    sync.Once
@@ -56,43 +52,44 @@ type attacher struct {
 
 func (a *attacher) close() { a.once.Do(func() { close(a.done) }) }
 
-// newProc prepares stdio for p: pipes, or a console socket for a tty.
-func newProc(p *libcontainer.Process, tty, openStdin bool) (*proc, error) {
-	pr := &proc{tty: tty, attachers: map[*attacher]struct{}{}, outDone: make(chan struct{})}
+// newProc prepares stdio for a process: pipes, or a console socket for a
+// tty. It returns the process's ends with their roles (wire.FileStdin…),
+// for hutch-runtime.
+func newProc(tty, openStdin bool) (pr *proc, roles []string, files []*os.File, err error) {
+	pr = &proc{tty: tty, attachers: map[*attacher]struct{}{}, outDone: make(chan struct{})}
 	if tty {
 		parent, child, err := socketPair()
 		if err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 		pr.consoleSock = parent
-		pr.childFiles = append(pr.childFiles, child)
-		p.ConsoleSocket = child
-		return pr, nil
+		pr.childFiles = []*os.File{child}
+		return pr, []string{wire.FileConsole}, pr.childFiles, nil
 	}
 	if openStdin {
 		r, w, err := os.Pipe()
 		if err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
-		p.Stdin = r
 		pr.stdin = w
 		pr.childFiles = append(pr.childFiles, r)
+		roles = append(roles, wire.FileStdin)
 	}
-	for _, stream := range []byte{shim.StreamStdout, shim.StreamStderr} {
+	for _, stream := range []byte{wire.StreamStdout, wire.StreamStderr} {
 		r, w, err := os.Pipe()
 		if err != nil {
 			pr.closeAll()
-			return nil, err
+			return nil, nil, nil, err
 		}
-		if stream == shim.StreamStdout {
-			p.Stdout = w
-		} else {
-			p.Stderr = w
+		role := wire.FileStdout
+		if stream == wire.StreamStderr {
+			role = wire.FileStderr
 		}
 		pr.outputs = append(pr.outputs, output{r: r, stream: stream})
 		pr.childFiles = append(pr.childFiles, w)
+		roles = append(roles, role)
 	}
-	return pr, nil
+	return pr, roles, pr.childFiles, nil
 }
 
 func socketPair() (parent, child *os.File, err error) {
@@ -104,7 +101,7 @@ func socketPair() (parent, child *os.File, err error) {
 }
 
 // started closes the child's ends and, for a tty, receives the pty master
-// that libcontainer's init sent while it was being created.
+// that libcontainer's init sent while hutch-runtime created it.
 func (pr *proc) started() error {
 	for _, f := range pr.childFiles {
 		_ = f.Close()
@@ -116,16 +113,11 @@ func (pr *proc) started() error {
 	defer pr.consoleSock.Close()
 	master, err := recvFD(pr.consoleSock)
 	if err != nil {
-		return fmt.Errorf("receive the container's pty: %w", err)
+		return wire.Wrap("receive the container's pty", err)
 	}
-	c, err := console.ConsoleFromFile(master)
-	if err != nil {
-		_ = master.Close()
-		return err
-	}
-	pr.console = c
-	pr.stdin = c
-	pr.outputs = []output{{r: master, stream: shim.StreamStdout}}
+	pr.console = master
+	pr.stdin = master
+	pr.outputs = []output{{r: master, stream: wire.StreamStdout}}
 	return nil
 }
 
@@ -247,8 +239,8 @@ func (pr *proc) targets(dst []*attacher, stream byte) []*attacher {
 // attach registers a client. The response line is written under the frame
 // writer's lock and before any frame, and registration happens before the
 // client can see the response, so a Start sent after it loses no output.
-func (pr *proc) attach(conn net.Conn, streams [3]bool, resp *shim.Response) (*attacher, error) {
-	a := &attacher{conn: conn, fw: shim.NewFrameWriter(conn), streams: streams, done: make(chan struct{})}
+func (pr *proc) attach(conn *os.File, streams [3]bool, resp *wire.Response) (*attacher, error) {
+	a := &attacher{conn: conn, fw: wire.NewFrameWriter(conn), streams: streams, done: make(chan struct{})}
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
 	if pr.ended {
@@ -282,11 +274,11 @@ func (pr *proc) serveStdin(r io.Reader, wantStdin bool, ended func()) {
 	defer once.Do(ended)
 	buf := make([]byte, 32*1024)
 	for {
-		stream, p, err := shim.ReadFrame(r, buf)
+		stream, p, err := wire.ReadFrame(r, buf)
 		if err != nil {
 			return
 		}
-		if stream != shim.StreamStdin || !wantStdin {
+		if stream != wire.StreamStdin || !wantStdin {
 			continue
 		}
 		if len(p) == 0 {
@@ -324,9 +316,19 @@ func (pr *proc) closeStdin() {
 
 func (pr *proc) resize(h, w uint16) error {
 	if pr.console == nil {
-		return fmt.Errorf("not a tty: %w", syscall.ENOTTY)
+		return wire.Wrap("not a tty", syscall.ENOTTY)
 	}
-	return pr.console.Resize(console.WinSize{Height: h, Width: w})
+	rc, err := pr.console.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ierr error
+	if err := rc.Control(func(fd uintptr) {
+		ierr = unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, &unix.Winsize{Row: h, Col: w})
+	}); err != nil {
+		return err
+	}
+	return ierr
 }
 
 // finish waits for the output to end after the process exited. Processes

@@ -2,17 +2,17 @@ package server
 
 import (
 	"bufio"
-	"fmt"
-	"net"
+	"os"
+	"strconv"
 
 	"github.com/containerd/errdefs"
 
-	"github.com/hutch-engine/hutch/engine/shim"
+	"github.com/hutch-engine/hutch/engine/shim/wire"
 )
 
 func (s *server) accept() {
 	for {
-		conn, err := s.ln.Accept()
+		conn, err := s.ln.accept()
 		if err != nil {
 			return
 		}
@@ -25,63 +25,63 @@ func (s *server) accept() {
 	}
 }
 
-func (s *server) handle(conn net.Conn) {
+func (s *server) handle(conn *os.File) {
 	br := bufio.NewReader(conn)
-	var req shim.Request
-	if err := shim.ReadJSONLine(br, &req); err != nil {
+	var req wire.Request
+	if err := wire.ReadJSONLine(br, &req); err != nil {
 		return
 	}
-	reply := func(r *shim.Response) { _ = shim.WriteJSONLine(conn, r) }
-	fail := func(err error) { reply(shim.ErrorResponse(err)) }
+	reply := func(r *wire.Response) { _ = wire.WriteJSONLine(conn, r) }
+	fail := func(err error) { reply(wire.ErrorResponse(err)) }
 	switch req.Op {
-	case shim.OpState:
+	case wire.OpState:
 		st := s.state()
-		reply(&shim.Response{State: &st})
-	case shim.OpStart:
+		reply(&wire.Response{State: &st})
+	case wire.OpStart:
 		if err := s.start(); err != nil {
 			fail(err)
 			return
 		}
-		reply(&shim.Response{Pid: s.pid})
-	case shim.OpKill:
+		reply(&wire.Response{Pid: s.pid})
+	case wire.OpKill:
 		if err := s.kill(req.Signal); err != nil {
 			fail(err)
 			return
 		}
-		reply(&shim.Response{})
-	case shim.OpPause, shim.OpResume:
-		if err := s.freeze(req.Op == shim.OpPause); err != nil {
+		reply(&wire.Response{})
+	case wire.OpPause, wire.OpResume:
+		if err := s.freeze(req.Op == wire.OpPause); err != nil {
 			fail(err)
 			return
 		}
-		reply(&shim.Response{})
-	case shim.OpResize:
+		reply(&wire.Response{})
+	case wire.OpResize:
 		if err := s.resize(req); err != nil {
 			fail(err)
 			return
 		}
-		reply(&shim.Response{})
-	case shim.OpWait:
+		reply(&wire.Response{})
+	case wire.OpWait:
 		<-s.exited
 		st := s.state()
-		reply(&shim.Response{Exit: st.Exit})
-	case shim.OpAttach:
+		reply(&wire.Response{Exit: st.Exit})
+	case wire.OpAttach:
 		s.attach(conn, br, req)
-	case shim.OpExec:
+	case wire.OpExec:
 		s.exec(conn, br, req)
-	case shim.OpExecState:
+	case wire.OpExecState:
 		st, err := s.execState(req.ExecID)
 		if err != nil {
 			fail(err)
 			return
 		}
-		reply(&shim.Response{Exec: &st})
+		reply(&wire.Response{Exec: &st})
 	default:
-		fail(fmt.Errorf("unknown op %q: %w", req.Op, errdefs.ErrNotImplemented))
+		fail(wire.Wrap("unknown op "+strconv.Quote(req.Op), errdefs.ErrNotImplemented))
 	}
 }
 
-func (s *server) resize(req shim.Request) error {
+func (s *server) resize(req wire.Request) error {
 	pr := s.init
 	if req.ExecID != "" {
 		e, err := s.lookupExec(req.ExecID)
@@ -91,20 +91,20 @@ func (s *server) resize(req shim.Request) error {
 		pr = e.proc
 	}
 	if err := pr.resize(req.Height, req.Width); err != nil {
-		return fmt.Errorf("resize: %w: %w", err, errdefs.ErrFailedPrecondition)
+		return wire.Wrap("resize", err, errdefs.ErrFailedPrecondition)
 	}
 	return nil
 }
 
 // attach streams the init's output to the client until it ends, and the
 // client's stdin to the container.
-func (s *server) attach(conn net.Conn, br *bufio.Reader, req shim.Request) {
-	streams := [3]bool{shim.StreamStdout: req.Stdout, shim.StreamStderr: req.Stderr}
+func (s *server) attach(conn *os.File, br *bufio.Reader, req wire.Request) {
+	streams := [3]bool{wire.StreamStdout: req.Stdout, wire.StreamStderr: req.Stderr}
 	if s.cfg.Tty {
 		// A tty has one output stream; Docker sends it as stdout.
-		streams[shim.StreamStdout] = req.Stdout || req.Stderr
+		streams[wire.StreamStdout] = req.Stdout || req.Stderr
 	}
-	a, err := s.init.attach(conn, streams, &shim.Response{Pid: s.pid})
+	a, err := s.init.attach(conn, streams, &wire.Response{Pid: s.pid})
 	if err != nil {
 		return
 	}

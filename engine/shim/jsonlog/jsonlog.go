@@ -1,19 +1,23 @@
-package shim
+// Package jsonlog reads and writes Docker's json-file container logs: the
+// shim writes them (with max-size/max-file rotation), the engine reads them
+// for docker logs (tail, since/until, follow across rotation).
+package jsonlog
 
 import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/containerd/errdefs"
+
+	"github.com/hutch-engine/hutch/internal/tinyjson"
 )
 
 // Docker's json-file log: one JSON object per line,
@@ -25,28 +29,28 @@ import (
 // flushed as a last message when the stream closes, as Docker's copier does.
 const maxLogLine = 16 * 1024
 
-// LogWriter appends json-file entries to one file for several streams.
-type LogWriter struct {
+// Writer appends json-file entries to one file for several streams.
+type Writer struct {
 	mu   sync.Mutex
 	f    *os.File
 	path string
 	size int64
-	rot  LogRotation
+	rot  Rotation
 	buf  []byte
 	now  func() time.Time
 }
 
-// LogRotation is Docker's json-file max-size and max-file: once the log
+// Rotation is Docker's json-file max-size and max-file: once the log
 // would grow past MaxSize bytes it is renamed to path.1 (path.1 to path.2,
 // …, keeping MaxFiles files in all) and a new one is started. MaxSize 0
 // means no rotation; MaxFiles below 2 means the log is truncated instead.
-type LogRotation struct {
+type Rotation struct {
 	MaxSize  int64 `json:"maxSize,omitempty"`
 	MaxFiles int   `json:"maxFiles,omitempty"`
 }
 
-// OpenLogWriter opens (appending to) the json-file log at path.
-func OpenLogWriter(path string, rot LogRotation) (*LogWriter, error) {
+// OpenWriter opens (appending to) the json-file log at path.
+func OpenWriter(path string, rot Rotation) (*Writer, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640)
 	if err != nil {
 		return nil, err
@@ -56,11 +60,11 @@ func OpenLogWriter(path string, rot LogRotation) (*LogWriter, error) {
 		f.Close()
 		return nil, err
 	}
-	return &LogWriter{f: f, path: path, size: st.Size(), rot: rot, now: time.Now}, nil
+	return &Writer{f: f, path: path, size: st.Size(), rot: rot, now: time.Now}, nil
 }
 
 // rotate moves the full log aside (or truncates it) and starts a new one.
-func (w *LogWriter) rotate() error {
+func (w *Writer) rotate() error {
 	if err := w.f.Close(); err != nil {
 		return err
 	}
@@ -81,18 +85,18 @@ func (w *LogWriter) rotate() error {
 	return nil
 }
 
-func rotatedName(path string, i int) string { return fmt.Sprintf("%s.%d", path, i) }
+func rotatedName(path string, i int) string { return path + "." + strconv.Itoa(i) }
 
 // Close closes the file; streams must be closed first.
-func (w *LogWriter) Close() error { return w.f.Close() }
+func (w *Writer) Close() error { return w.f.Close() }
 
 // Stream returns a writer that splits its input into messages of stream
 // ("stdout" or "stderr"). Close flushes a trailing partial line.
-func (w *LogWriter) Stream(stream string) io.WriteCloser {
+func (w *Writer) Stream(stream string) io.WriteCloser {
 	return &logStream{w: w, stream: stream}
 }
 
-func (w *LogWriter) emit(stream string, msg []byte) error {
+func (w *Writer) emit(stream string, msg []byte) error {
 	t := w.now().UTC()
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -118,12 +122,11 @@ func (w *LogWriter) emit(stream string, msg []byte) error {
 func appendJSONString(b, s []byte) []byte {
 	// encoding/json's escaping (including its HTML-safe \u003c forms, which
 	// Docker's files also contain) and replacement of invalid UTF-8.
-	q, _ := json.Marshal(string(s))
-	return append(b, q...)
+	return tinyjson.AppendString(b, s)
 }
 
 type logStream struct {
-	w       *LogWriter
+	w       *Writer
 	stream  string
 	partial []byte
 }
@@ -178,19 +181,19 @@ func (s *logStream) flush() error {
 
 func (s *logStream) Close() error { return s.flush() }
 
-// LogEntry is one message of a json-file log. Line keeps its "\n".
-type LogEntry struct {
+// Entry is one message of a json-file log. Line keeps its "\n".
+type Entry struct {
 	Stream string
 	Time   time.Time
 	Line   []byte
 }
 
-// LogReadOptions selects entries: Since and Until bound the time (zero means
+// ReadOptions selects entries: Since and Until bound the time (zero means
 // unbounded; Until is inclusive), Tail keeps the last Tail messages (before
 // time filtering, as Docker does; negative means all). Follow keeps reading
 // as the file grows until Done is closed (the container's shim has exited and
 // will write no more), Until has passed, or ctx ends.
-type LogReadOptions struct {
+type ReadOptions struct {
 	Since  time.Time
 	Until  time.Time
 	Tail   int
@@ -198,15 +201,15 @@ type LogReadOptions struct {
 	Done   <-chan struct{}
 }
 
-// ReadLog calls fn for each selected entry of the json-file log at path,
+// Read calls fn for each selected entry of the json-file log at path,
 // and of its rotated predecessors (path.N … path.1), in order. A missing
 // log is errdefs.ErrNotFound. An error from fn stops the read and is
 // returned. Following survives rotation: when path is replaced, the rest
 // of the old file is read, then the new one.
-func ReadLog(ctx context.Context, path string, opts LogReadOptions, fn func(LogEntry) error) error {
+func Read(ctx context.Context, path string, opts ReadOptions, fn func(Entry) error) error {
 	files := logFiles(path)
 	if len(files) == 0 {
-		return fmt.Errorf("log %s: %w", path, errdefs.ErrNotFound)
+		return &os.PathError{Op: "read log", Path: path, Err: errdefs.ErrNotFound}
 	}
 	start, off := 0, int64(0)
 	if opts.Tail >= 0 {
@@ -216,7 +219,7 @@ func ReadLog(ctx context.Context, path string, opts LogReadOptions, fn func(LogE
 		}
 	}
 	for i := start; i < len(files)-1; i++ {
-		if err := readFile(ctx, files[i], off, LogReadOptions{Since: opts.Since, Until: opts.Until}, fn); err != nil {
+		if err := readFile(ctx, files[i], off, ReadOptions{Since: opts.Since, Until: opts.Until}, fn); err != nil {
 			if errors.Is(err, errStop) {
 				return nil
 			}
@@ -277,7 +280,7 @@ func tailStart(files []string, n int) (int, int64, error) {
 
 // readFile reads one file from off; with opts.Follow it goes on as the
 // file grows and across a rotation of path.
-func readFile(ctx context.Context, path string, off int64, opts LogReadOptions, fn func(LogEntry) error) error {
+func readFile(ctx context.Context, path string, off int64, opts ReadOptions, fn func(Entry) error) error {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) && !opts.Follow {
 		return nil
@@ -384,13 +387,25 @@ func replaced(f *os.File, path string) bool {
 
 // deliver decodes one line and hands it to fn if it is selected. stop is
 // true once entries are past Until.
-func deliver(line []byte, opts LogReadOptions, fn func(LogEntry) error) (stop bool, err error) {
-	var e struct {
-		Log    string    `json:"log"`
-		Stream string    `json:"stream"`
-		Time   time.Time `json:"time"`
-	}
-	if err := json.Unmarshal(line, &e); err != nil {
+func deliver(line []byte, opts ReadOptions, fn func(Entry) error) (stop bool, err error) {
+	var e Entry
+	err = tinyjson.Members(line, func(k string, v []byte) (err error) {
+		if tinyjson.IsNull(v) {
+			return nil
+		}
+		switch k {
+		case "log":
+			var s string
+			s, err = tinyjson.String(v)
+			e.Line = []byte(s)
+		case "stream":
+			e.Stream, err = tinyjson.String(v)
+		case "time":
+			e.Time, err = tinyjson.Time(v)
+		}
+		return err
+	})
+	if err != nil {
 		// A torn line from a crash mid-write: skip it, as Docker does.
 		return false, nil
 	}
@@ -400,7 +415,7 @@ func deliver(line []byte, opts LogReadOptions, fn func(LogEntry) error) (stop bo
 	if !opts.Until.IsZero() && e.Time.After(opts.Until) {
 		return true, nil
 	}
-	return false, fn(LogEntry{Stream: e.Stream, Time: e.Time, Line: []byte(e.Log)})
+	return false, fn(e)
 }
 
 // tailOffset finds where the last n complete lines of f begin, reading

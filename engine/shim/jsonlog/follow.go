@@ -1,4 +1,4 @@
-package shim
+package jsonlog
 
 import "time"
 

@@ -1,4 +1,4 @@
-package shim
+package jsonlog
 
 import (
 	"context"
@@ -24,10 +24,10 @@ func clock() func() time.Time {
 	}
 }
 
-func newTestLog(t *testing.T) (*LogWriter, string) {
+func newTestLog(t *testing.T) (*Writer, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "json.log")
-	w, err := OpenLogWriter(path, LogRotation{})
+	w, err := OpenWriter(path, Rotation{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,10 +36,10 @@ func newTestLog(t *testing.T) (*LogWriter, string) {
 	return w, path
 }
 
-func readAll(t *testing.T, path string, opts LogReadOptions) []string {
+func readAll(t *testing.T, path string, opts ReadOptions) []string {
 	t.Helper()
 	var out []string
-	err := ReadLog(context.Background(), path, opts, func(e LogEntry) error {
+	err := Read(context.Background(), path, opts, func(e Entry) error {
 		out = append(out, e.Stream+":"+string(e.Line))
 		return nil
 	})
@@ -109,7 +109,7 @@ func TestLogWriterLongLines(t *testing.T) {
 			_ = s.Close()
 			var got []int
 			var joined strings.Builder
-			_ = ReadLog(context.Background(), path, LogReadOptions{Tail: -1}, func(e LogEntry) error {
+			_ = Read(context.Background(), path, ReadOptions{Tail: -1}, func(e Entry) error {
 				got = append(got, len(e.Line))
 				joined.Write(e.Line)
 				return nil
@@ -137,17 +137,17 @@ func TestReadLogSelect(t *testing.T) {
 	}
 	tests := []struct {
 		name string
-		opts LogReadOptions
+		opts ReadOptions
 		want []string
 	}{
-		{"all", LogReadOptions{Tail: -1}, lines(0, 1, 2, 3, 4)},
-		{"tail 0", LogReadOptions{Tail: 0}, nil},
-		{"tail 2", LogReadOptions{Tail: 2}, lines(3, 4)},
-		{"tail more than there is", LogReadOptions{Tail: 10}, lines(0, 1, 2, 3, 4)},
-		{"since", LogReadOptions{Tail: -1, Since: at(3)}, lines(3, 4)},
-		{"until (inclusive)", LogReadOptions{Tail: -1, Until: at(1)}, lines(0, 1)},
-		{"since and until", LogReadOptions{Tail: -1, Since: at(1), Until: at(2)}, lines(1, 2)},
-		{"tail then since", LogReadOptions{Tail: 3, Since: at(3)}, lines(3, 4)},
+		{"all", ReadOptions{Tail: -1}, lines(0, 1, 2, 3, 4)},
+		{"tail 0", ReadOptions{Tail: 0}, nil},
+		{"tail 2", ReadOptions{Tail: 2}, lines(3, 4)},
+		{"tail more than there is", ReadOptions{Tail: 10}, lines(0, 1, 2, 3, 4)},
+		{"since", ReadOptions{Tail: -1, Since: at(3)}, lines(3, 4)},
+		{"until (inclusive)", ReadOptions{Tail: -1, Until: at(1)}, lines(0, 1)},
+		{"since and until", ReadOptions{Tail: -1, Since: at(1), Until: at(2)}, lines(1, 2)},
+		{"tail then since", ReadOptions{Tail: 3, Since: at(3)}, lines(3, 4)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -166,7 +166,7 @@ func TestTailAcrossChunks(t *testing.T) {
 		fmt.Fprintf(s, "%03d %s\n", i, strings.Repeat("x", 500))
 	}
 	for _, n := range []int{1, 63, 64, 65, 199, 200, 201} {
-		got := readAll(t, path, LogReadOptions{Tail: n})
+		got := readAll(t, path, ReadOptions{Tail: n})
 		want := min(n, 200)
 		if len(got) != want || !strings.HasPrefix(got[0], fmt.Sprintf("stdout:%03d ", 200-want)) {
 			t.Errorf("tail %d: %d lines starting %.12q", n, len(got), got[0])
@@ -182,7 +182,7 @@ func TestReadLogFollow(t *testing.T) {
 	got := make(chan string, 10)
 	errc := make(chan error, 1)
 	go func() {
-		errc <- ReadLog(context.Background(), path, LogReadOptions{Tail: -1, Follow: true, Done: done}, func(e LogEntry) error {
+		errc <- Read(context.Background(), path, ReadOptions{Tail: -1, Follow: true, Done: done}, func(e Entry) error {
 			got <- string(e.Line)
 			return nil
 		})
@@ -230,7 +230,7 @@ func TestReadLogFollowPartialLine(t *testing.T) {
 	defer cancel()
 	got := make(chan string, 2)
 	go func() {
-		_ = ReadLog(ctx, path, LogReadOptions{Tail: -1, Follow: true}, func(e LogEntry) error {
+		_ = Read(ctx, path, ReadOptions{Tail: -1, Follow: true}, func(e Entry) error {
 			got <- string(e.Line)
 			return nil
 		})
@@ -253,14 +253,14 @@ func TestReadLogCancel(t *testing.T) {
 	_, path := newTestLog(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	err := ReadLog(ctx, path, LogReadOptions{Tail: -1, Follow: true}, func(LogEntry) error { return nil })
+	err := Read(ctx, path, ReadOptions{Tail: -1, Follow: true}, func(Entry) error { return nil })
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("err %v, want canceled", err)
 	}
 }
 
 func TestReadLogErrors(t *testing.T) {
-	err := ReadLog(context.Background(), filepath.Join(t.TempDir(), "none"), LogReadOptions{Tail: -1}, func(LogEntry) error { return nil })
+	err := Read(context.Background(), filepath.Join(t.TempDir(), "none"), ReadOptions{Tail: -1}, func(Entry) error { return nil })
 	if !errdefs.IsNotFound(err) {
 		t.Errorf("missing log: %v, want not found", err)
 	}
@@ -268,7 +268,7 @@ func TestReadLogErrors(t *testing.T) {
 	fmt.Fprint(w.Stream("stdout"), "a\nb\n")
 	stop := errors.New("stop")
 	n := 0
-	err = ReadLog(context.Background(), path, LogReadOptions{Tail: -1}, func(LogEntry) error { n++; return stop })
+	err = Read(context.Background(), path, ReadOptions{Tail: -1}, func(Entry) error { n++; return stop })
 	if !errors.Is(err, stop) || n != 1 {
 		t.Errorf("callback error: %v after %d entries", err, n)
 	}
@@ -283,7 +283,7 @@ func FuzzReadLog(f *testing.F) {
 			t.Fatal(err)
 		}
 		for _, tail := range []int{-1, 0, 1, 3} {
-			err := ReadLog(context.Background(), path, LogReadOptions{Tail: tail}, func(LogEntry) error { return nil })
+			err := Read(context.Background(), path, ReadOptions{Tail: tail}, func(Entry) error { return nil })
 			if err != nil {
 				t.Fatalf("tail %d: %v", tail, err)
 			}
@@ -293,7 +293,7 @@ func FuzzReadLog(f *testing.F) {
 
 func TestLogRotation(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "c-json.log")
-	w, err := OpenLogWriter(path, LogRotation{MaxSize: 300, MaxFiles: 3})
+	w, err := OpenWriter(path, Rotation{MaxSize: 300, MaxFiles: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +313,7 @@ func TestLogRotation(t *testing.T) {
 		t.Errorf("max-file 3 kept a fourth file: %v", err)
 	}
 	var got []string
-	ReadLog(context.Background(), path, LogReadOptions{Tail: -1}, func(e LogEntry) error {
+	Read(context.Background(), path, ReadOptions{Tail: -1}, func(e Entry) error {
 		got = append(got, strings.TrimSpace(string(e.Line)))
 		return nil
 	})
@@ -328,7 +328,7 @@ func TestLogRotation(t *testing.T) {
 	}
 	// A tail longer than the current file reaches into the rotated ones.
 	var tail []string
-	ReadLog(context.Background(), path, LogReadOptions{Tail: 7}, func(e LogEntry) error {
+	Read(context.Background(), path, ReadOptions{Tail: 7}, func(e Entry) error {
 		tail = append(tail, strings.TrimSpace(string(e.Line)))
 		return nil
 	})
@@ -339,7 +339,7 @@ func TestLogRotation(t *testing.T) {
 
 func TestLogFollowAcrossRotation(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "c-json.log")
-	w, err := OpenLogWriter(path, LogRotation{MaxSize: 200, MaxFiles: 20})
+	w, err := OpenWriter(path, Rotation{MaxSize: 200, MaxFiles: 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,7 +349,7 @@ func TestLogFollowAcrossRotation(t *testing.T) {
 	var got []string
 	errc := make(chan error, 1)
 	go func() {
-		errc <- ReadLog(context.Background(), path, LogReadOptions{Tail: -1, Follow: true, Done: done}, func(e LogEntry) error {
+		errc <- Read(context.Background(), path, ReadOptions{Tail: -1, Follow: true, Done: done}, func(e Entry) error {
 			got = append(got, strings.TrimSpace(string(e.Line)))
 			return nil
 		})

@@ -1,5 +1,5 @@
 //go:build !linux
 
-package shim
+package jsonlog
 
 func watchFile(string, func()) (func(), bool) { return nil, false }

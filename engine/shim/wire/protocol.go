@@ -1,15 +1,11 @@
-package shim
+package wire
 
 import (
 	"bufio"
-	"encoding/binary"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
+	"strconv"
 	"sync"
-
-	"github.com/opencontainers/runtime-spec/specs-go"
 )
 
 // The socket protocol is deliberately tiny (no net/http in a binary that is
@@ -63,8 +59,12 @@ type Request struct {
 	Stdout bool   `json:"stdout,omitempty"`
 	Stderr bool   `json:"stderr,omitempty"`
 	// ExecID names an exec process (exec, exec-state, resize of an exec).
-	ExecID  string         `json:"execId,omitempty"`
-	Process *specs.Process `json:"process,omitempty"`
+	ExecID string `json:"execId,omitempty"`
+	// Process is the exec's OCI process (specs.Process) as JSON: the shim
+	// hands it to hutch-runtime undecoded, and needs only Tty of it.
+	Process []byte `json:"process,omitempty"`
+	// Tty is the exec process's Terminal.
+	Tty bool `json:"tty,omitempty"`
 	// Detach starts an exec process without streams.
 	Detach bool `json:"detach,omitempty"`
 }
@@ -99,8 +99,8 @@ func (r *Response) Err() error {
 }
 
 // WriteJSONLine writes v as one line.
-func WriteJSONLine(w io.Writer, v any) error {
-	b, err := json.Marshal(v)
+func WriteJSONLine(w io.Writer, v interface{ MarshalJSON() ([]byte, error) }) error {
+	b, err := v.MarshalJSON()
 	if err != nil {
 		return err
 	}
@@ -110,15 +110,15 @@ func WriteJSONLine(w io.Writer, v any) error {
 
 // ReadJSONLine reads one line into v. br must be the reader used for every
 // later read on the connection, since it may have buffered frame bytes.
-func ReadJSONLine(br *bufio.Reader, v any) error {
+func ReadJSONLine(br *bufio.Reader, v interface{ UnmarshalJSON([]byte) error }) error {
 	line, err := br.ReadSlice('\n')
 	if err != nil {
 		if errors.Is(err, bufio.ErrBufferFull) {
-			return fmt.Errorf("shim protocol: line too long")
+			return errors.New("shim protocol: line too long")
 		}
 		return err
 	}
-	return json.Unmarshal(line, v)
+	return v.UnmarshalJSON(line)
 }
 
 // FrameWriter writes frames; it is safe for concurrent use so that stdout
@@ -133,7 +133,7 @@ type FrameWriter struct {
 func NewFrameWriter(w io.Writer) *FrameWriter { return &FrameWriter{w: w} }
 
 // WriteLine writes v as a JSON line between frames.
-func (f *FrameWriter) WriteLine(v any) error {
+func (f *FrameWriter) WriteLine(v interface{ MarshalJSON() ([]byte, error) }) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return WriteJSONLine(f.w, v)
@@ -147,7 +147,7 @@ func (f *FrameWriter) WriteFrame(stream byte, p []byte) error {
 		n := min(len(p), maxFrame)
 		// One write per frame keeps header and payload together.
 		b := append(f.buf[:0], stream, 0, 0, 0, 0, 0, 0, 0)
-		binary.BigEndian.PutUint32(b[4:], uint32(n))
+		b[4], b[5], b[6], b[7] = byte(n>>24), byte(n>>16), byte(n>>8), byte(n)
 		b = append(b, p[:n]...)
 		f.buf = b
 		if _, err := f.w.Write(b); err != nil {
@@ -166,9 +166,9 @@ func ReadFrame(r io.Reader, buf []byte) (stream byte, payload []byte, err error)
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return 0, nil, err
 	}
-	n := binary.BigEndian.Uint32(hdr[4:])
+	n := uint32(hdr[4])<<24 | uint32(hdr[5])<<16 | uint32(hdr[6])<<8 | uint32(hdr[7])
 	if n > maxFrame {
-		return 0, nil, fmt.Errorf("shim protocol: frame of %d bytes", n)
+		return 0, nil, errors.New("shim protocol: frame of " + strconv.FormatUint(uint64(n), 10) + " bytes")
 	}
 	if cap(buf) < int(n) {
 		buf = make([]byte, n)

@@ -1,9 +1,7 @@
-package shim
+package wire
 
 import (
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 
@@ -15,7 +13,7 @@ import (
 // reader after a crash of any process sees either nothing or the whole
 // status.
 func WriteExit(path string, st ExitStatus) error {
-	b, err := json.Marshal(st)
+	b, err := st.MarshalJSON()
 	if err != nil {
 		return err
 	}
@@ -23,7 +21,7 @@ func WriteExit(path string, st ExitStatus) error {
 	// (the page cache keeps it), not a power loss, after which reconcile
 	// marks the container's end anyway. The rename keeps it whole.
 	if err := atomicfile.Write(path, b, 0o600, false); err != nil {
-		return fmt.Errorf("write exit status %s: %w", path, err)
+		return Wrap("write exit status "+path, err)
 	}
 	return nil
 }
@@ -34,13 +32,13 @@ func ReadExit(path string) (ExitStatus, error) {
 	var st ExitStatus
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return st, fmt.Errorf("exit status %s: %w", path, errdefs.ErrNotFound)
+		return st, Wrap("exit status "+path, errdefs.ErrNotFound)
 	}
 	if err != nil {
 		return st, err
 	}
-	if err := json.Unmarshal(b, &st); err != nil {
-		return st, fmt.Errorf("exit status %s: %w", path, errdefs.ErrDataLoss)
+	if err := st.UnmarshalJSON(b); err != nil {
+		return st, Wrap("exit status "+path, errdefs.ErrDataLoss)
 	}
 	return st, nil
 }
