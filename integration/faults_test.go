@@ -145,13 +145,26 @@ func TestKill9DuringLifecycle(t *testing.T) {
 	if out := strings.TrimSpace(mustDocker(t, d2, "ps", "-aq")); out != "" {
 		t.Errorf("left over: %q", out)
 	}
-	// No shim or container init of the first daemon waits forever.
-	waitFor(t, func() bool { return len(shimsOf(d.Runtime)) == 0 })
+	// No shim, runtime or container init of the first daemon waits
+	// forever.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		left := shimsOf(d.Runtime)
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			var what []string
+			for _, p := range left {
+				what = append(what, fmt.Sprintf("%d %q (parent %d %q)", p, cmdline(p), parentOf(p), cmdline(parentOf(p))))
+			}
+			t.Fatalf("left by the killed daemon: %s", strings.Join(what, "; "))
+		}
+	}
 }
 
 // shimsOf lists the hutch-shim and hutch-runtime processes (shims, runtimes
 // and container inits) whose command line or environment names
-// runtimeDir.
+// runtimeDir, but not an idle warm shim or the runtime it keeps ready.
 func shimsOf(runtimeDir string) []int {
 	var out []int
 	ents, _ := os.ReadDir("/proc")
@@ -164,13 +177,28 @@ func shimsOf(runtimeDir string) []int {
 		if len(args) < 2 {
 			continue
 		}
-		if base := filepath.Base(args[0]); (base == "hutch-shim" || base == "hutch-runtime") && !idleWarmShim(pid) {
+		if base := filepath.Base(args[0]); (base == "hutch-shim" || base == "hutch-runtime") && !idleWarmShim(pid) && !idleWarmShim(parentOf(pid)) {
 			if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid)); err == nil && strings.Contains(string(b), runtimeDir) || strings.Contains(strings.Join(args, " "), runtimeDir) {
 				out = append(out, pid)
 			}
 		}
 	}
 	return out
+}
+
+// parentOf is the parent pid of pid, 0 if it is gone.
+func parentOf(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return ppid
 }
 
 func mustDocker(t *testing.T, d *daemon, args ...string) string {
