@@ -7,13 +7,15 @@ import (
 
 	"github.com/opencontainers/runc/libcontainer"
 	"golang.org/x/sys/unix"
+
+	"github.com/hutch-engine/hutch/engine/shim/wire"
 )
 
 // deleteContainer kills and removes what a dead shim left behind: its
 // container's processes keep running without anyone reading their output
 // (and block once the pipes fill), and libcontainer's state stays.
 func deleteContainer(bundle string) error {
-	cfg, err := readConfig(bundle)
+	cfg, err := wire.ReadConfig(bundle)
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
 package oci
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -61,7 +60,7 @@ func serve(req *wire.RuntimeRequest, files map[string]*os.File) (*wire.RuntimeRe
 	if !filepath.IsAbs(req.Bundle) {
 		return nil, fmt.Errorf("bundle %q is not absolute: %w", req.Bundle, errdefs.ErrInvalidArgument)
 	}
-	cfg, err := readConfig(req.Bundle)
+	cfg, err := wire.ReadConfig(req.Bundle)
 	if err != nil {
 		return nil, err
 	}
@@ -92,16 +91,4 @@ func setupLogs(cfg *wire.Config) *slog.Logger {
 	}
 	logrus.SetOutput(os.Stderr)
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With("container", cfg.ID, "runtime", os.Getpid())
-}
-
-func readConfig(bundle string) (*wire.Config, error) {
-	b, err := os.ReadFile(filepath.Join(bundle, wire.ConfigFile))
-	if err != nil {
-		return nil, err
-	}
-	var cfg wire.Config
-	if err := json.Unmarshal(b, &cfg); err != nil {
-		return nil, fmt.Errorf("%s: %w: %w", wire.ConfigFile, err, errdefs.ErrInvalidArgument)
-	}
-	return &cfg, nil
 }

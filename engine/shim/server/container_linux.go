@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/containerd/errdefs"
@@ -15,7 +16,7 @@ import (
 // create has hutch-runtime make the container, its init waiting (on
 // libcontainer's exec fifo) for Start, and opens the socket.
 func (s *server) create(bundle string) error {
-	cfg, err := readConfig(bundle)
+	cfg, err := wire.ReadConfig(bundle)
 	if err != nil {
 		return err
 	}
@@ -26,6 +27,7 @@ func (s *server) create(bundle string) error {
 		s.spare = nil
 	}
 	s.runtimeBin = cfg.RuntimeBinary
+	s.log.debug("creating", "warm runtime", strconv.FormatBool(s.spare != nil))
 
 	pr, roles, files, err := newProc(cfg.Tty, cfg.OpenStdin)
 	if err != nil {

@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/containerd/errdefs"
 	"golang.org/x/sys/unix"
 
 	"github.com/hutch-engine/hutch/engine/shim/wire"
@@ -107,21 +106,6 @@ func awaitBundle() (string, error) {
 func reportReady(f *os.File, r *wire.Response) {
 	_ = wire.WriteJSONLine(f, r)
 	_ = f.Close()
-}
-
-func readConfig(bundle string) (*wire.Config, error) {
-	b, err := os.ReadFile(filepath.Join(bundle, wire.ConfigFile))
-	if err != nil {
-		return nil, err
-	}
-	var cfg wire.Config
-	if err := cfg.UnmarshalJSON(b); err != nil {
-		return nil, wire.Wrap(wire.ConfigFile, err, errdefs.ErrInvalidArgument)
-	}
-	if !filepath.IsAbs(cfg.RuntimeBinary) {
-		return nil, wire.Wrap(wire.ConfigFile+": runtime binary "+strconv.Quote(cfg.RuntimeBinary)+" is not absolute", errdefs.ErrInvalidArgument)
-	}
-	return &cfg, nil
 }
 
 // server is the running shim for one container.

@@ -4,8 +4,11 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"strconv"
 
 	"github.com/containerd/errdefs"
+
 	"github.com/hutch-engine/hutch/internal/atomicfile"
 )
 
@@ -41,4 +44,21 @@ func ReadExit(path string) (ExitStatus, error) {
 		return st, Wrap("exit status "+path, errdefs.ErrDataLoss)
 	}
 	return st, nil
+}
+
+// ReadConfig reads the bundle's shim.json, which the shim and hutch-runtime
+// both follow.
+func ReadConfig(bundle string) (*Config, error) {
+	b, err := os.ReadFile(filepath.Join(bundle, ConfigFile))
+	if err != nil {
+		return nil, err
+	}
+	var cfg Config
+	if err := cfg.UnmarshalJSON(b); err != nil {
+		return nil, Wrap(ConfigFile, err, errdefs.ErrInvalidArgument)
+	}
+	if !filepath.IsAbs(cfg.RuntimeBinary) {
+		return nil, Wrap(ConfigFile+": runtime binary "+strconv.Quote(cfg.RuntimeBinary)+" is not absolute", errdefs.ErrInvalidArgument)
+	}
+	return &cfg, nil
 }
