@@ -115,7 +115,7 @@ func load(cfg *wire.Config) (*libcontainer.Container, error) {
 
 // execProcess starts process in the running container; like the init, it
 // is reparented to the shim when this process exits.
-func execProcess(cfg *wire.Config, process json.RawMessage, files map[string]*os.File) (*wire.RuntimeReply, error) {
+func execProcess(cfg *wire.Config, process wire.RawJSON, files map[string]*os.File) (*wire.RuntimeReply, error) {
 	var sp specs.Process
 	if err := json.Unmarshal(process, &sp); err != nil || len(sp.Args) == 0 {
 		return nil, fmt.Errorf("exec needs a process with args: %w", errdefs.ErrInvalidArgument)

@@ -1,62 +1,33 @@
 package wire
 
 import (
-	"time"
-
 	"github.com/hutch-engine/hutch/internal/tinyjson"
 )
+
+type fields = map[string]tinyjson.Field
+
+// RawJSON is a value kept as JSON (encoding/json's RawMessage, without
+// linking encoding/json).
+type RawJSON []byte
+
+// MarshalJSON returns r itself, or null.
+func (r RawJSON) MarshalJSON() ([]byte, error) {
+	if r == nil {
+		return []byte("null"), nil
+	}
+	return r, nil
+}
+
+// UnmarshalJSON keeps a copy of b.
+func (r *RawJSON) UnmarshalJSON(b []byte) error {
+	*r = append((*r)[:0], b...)
+	return nil
+}
 
 // The wire types encode and decode themselves through package tinyjson, so
 // that the shim links no encoding/json (DESIGN §7); encoding/json in the
 // engine calls the same methods. Keys are those the struct tags name; a
 // key the reader does not know is skipped, a null leaves the field alone.
-
-func setStr(dst *string, v []byte) (err error) {
-	*dst, err = tinyjson.String(v)
-	return err
-}
-
-func setInt(dst *int, v []byte) error {
-	n, err := tinyjson.Int(v, 64)
-	*dst = int(n)
-	return err
-}
-
-func setInt64(dst *int64, v []byte) (err error) {
-	*dst, err = tinyjson.Int(v, 64)
-	return err
-}
-
-func setUint16(dst *uint16, v []byte) error {
-	n, err := tinyjson.Uint(v, 16)
-	*dst = uint16(n)
-	return err
-}
-
-func setBool(dst *bool, v []byte) (err error) {
-	*dst, err = tinyjson.Bool(v)
-	return err
-}
-
-func setTime(dst *time.Time, v []byte) (err error) {
-	*dst, err = tinyjson.Time(v)
-	return err
-}
-
-func setRaw(dst *[]byte, v []byte) error {
-	*dst = append([]byte(nil), v...)
-	return nil
-}
-
-// members walks an object, skipping nulls.
-func members(b []byte, fn func(k string, v []byte) error) error {
-	return tinyjson.Members(b, func(k string, v []byte) error {
-		if tinyjson.IsNull(v) {
-			return nil
-		}
-		return fn(k, v)
-	})
-}
 
 // MarshalJSON encodes r as its struct tags say.
 func (r *Request) MarshalJSON() ([]byte, error) {
@@ -95,32 +66,12 @@ func (r *Request) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes what MarshalJSON encodes.
 func (r *Request) UnmarshalJSON(b []byte) error {
-	return members(b, func(k string, v []byte) error {
-		switch k {
-		case "op":
-			return setStr(&r.Op, v)
-		case "signal":
-			return setInt(&r.Signal, v)
-		case "h":
-			return setUint16(&r.Height, v)
-		case "w":
-			return setUint16(&r.Width, v)
-		case "stdin":
-			return setBool(&r.Stdin, v)
-		case "stdout":
-			return setBool(&r.Stdout, v)
-		case "stderr":
-			return setBool(&r.Stderr, v)
-		case "execId":
-			return setStr(&r.ExecID, v)
-		case "process":
-			return setRaw((*[]byte)(&r.Process), v)
-		case "tty":
-			return setBool(&r.Tty, v)
-		case "detach":
-			return setBool(&r.Detach, v)
-		}
-		return nil
+	return tinyjson.Decode(b, fields{
+		"op": tinyjson.StringInto(&r.Op), "signal": tinyjson.IntInto(&r.Signal),
+		"h": tinyjson.Uint16Into(&r.Height), "w": tinyjson.Uint16Into(&r.Width),
+		"stdin": tinyjson.BoolInto(&r.Stdin), "stdout": tinyjson.BoolInto(&r.Stdout), "stderr": tinyjson.BoolInto(&r.Stderr),
+		"execId": tinyjson.StringInto(&r.ExecID), "process": tinyjson.RawInto((*[]byte)(&r.Process)),
+		"tty": tinyjson.BoolInto(&r.Tty), "detach": tinyjson.BoolInto(&r.Detach),
 	})
 }
 
@@ -152,34 +103,30 @@ func (r *Response) encode(o *tinyjson.Object) *tinyjson.Object {
 	return o
 }
 
-func (r *Response) decode(k string, v []byte) error {
-	switch k {
-	case "error":
-		return setStr(&r.Error, v)
-	case "class":
-		return setStr(&r.Class, v)
-	case "exitCode":
-		return setInt(&r.ExitCode, v)
-	case "pid":
-		return setInt(&r.Pid, v)
-	case "state":
-		r.State = &State{}
-		return r.State.UnmarshalJSON(v)
-	case "exit":
-		r.Exit = &ExitStatus{}
-		return r.Exit.UnmarshalJSON(v)
-	case "exec":
-		r.Exec = &ExecState{}
-		return r.Exec.UnmarshalJSON(v)
+func (r *Response) fields() fields {
+	return fields{
+		"error": tinyjson.StringInto(&r.Error), "class": tinyjson.StringInto(&r.Class),
+		"exitCode": tinyjson.IntInto(&r.ExitCode), "pid": tinyjson.IntInto(&r.Pid),
+		"state": func(v []byte) error {
+			r.State = &State{}
+			return r.State.UnmarshalJSON(v)
+		},
+		"exit": func(v []byte) error {
+			r.Exit = &ExitStatus{}
+			return r.Exit.UnmarshalJSON(v)
+		},
+		"exec": func(v []byte) error {
+			r.Exec = &ExecState{}
+			return r.Exec.UnmarshalJSON(v)
+		},
 	}
-	return nil
 }
 
 // MarshalJSON encodes r as its struct tags say.
 func (r *Response) MarshalJSON() ([]byte, error) { return r.encode(tinyjson.NewObject(nil)).End(), nil }
 
 // UnmarshalJSON decodes what MarshalJSON encodes.
-func (r *Response) UnmarshalJSON(b []byte) error { return members(b, r.decode) }
+func (r *Response) UnmarshalJSON(b []byte) error { return tinyjson.Decode(b, r.fields()) }
 
 // MarshalJSON encodes st with its field names as keys.
 func (st *ExitStatus) MarshalJSON() ([]byte, error) {
@@ -192,20 +139,10 @@ func (st *ExitStatus) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes what MarshalJSON encodes.
 func (st *ExitStatus) UnmarshalJSON(b []byte) error {
-	return members(b, func(k string, v []byte) error {
-		switch k {
-		case "ExitCode":
-			return setInt(&st.ExitCode, v)
-		case "OOMKilled":
-			return setBool(&st.OOMKilled, v)
-		case "StartedAt":
-			return setTime(&st.StartedAt, v)
-		case "FinishedAt":
-			return setTime(&st.FinishedAt, v)
-		case "Error":
-			return setStr(&st.Error, v)
-		}
-		return nil
+	return tinyjson.Decode(b, fields{
+		"ExitCode": tinyjson.IntInto(&st.ExitCode), "OOMKilled": tinyjson.BoolInto(&st.OOMKilled),
+		"StartedAt": tinyjson.TimeInto(&st.StartedAt), "FinishedAt": tinyjson.TimeInto(&st.FinishedAt),
+		"Error": tinyjson.StringInto(&st.Error),
 	})
 }
 
@@ -224,29 +161,14 @@ func (st *State) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes what MarshalJSON encodes.
 func (st *State) UnmarshalJSON(b []byte) error {
-	return members(b, func(k string, v []byte) error {
-		switch k {
-		case "ID":
-			return setStr(&st.ID, v)
-		case "Pid":
-			return setInt(&st.Pid, v)
-		case "ShimPid":
-			return setInt(&st.ShimPid, v)
-		case "Status":
-			return setStr((*string)(&st.Status), v)
-		case "StartedAt":
-			return setTime(&st.StartedAt, v)
-		case "Exit":
+	return tinyjson.Decode(b, fields{
+		"ID": tinyjson.StringInto(&st.ID), "Pid": tinyjson.IntInto(&st.Pid), "ShimPid": tinyjson.IntInto(&st.ShimPid),
+		"Status": tinyjson.StringInto(&st.Status), "StartedAt": tinyjson.TimeInto(&st.StartedAt),
+		"Exit": func(v []byte) error {
 			st.Exit = &ExitStatus{}
 			return st.Exit.UnmarshalJSON(v)
-		case "ExitFile":
-			return setStr(&st.ExitFile, v)
-		case "Tty":
-			return setBool(&st.Tty, v)
-		case "OpenStdin":
-			return setBool(&st.OpenStdin, v)
-		}
-		return nil
+		},
+		"ExitFile": tinyjson.StringInto(&st.ExitFile), "Tty": tinyjson.BoolInto(&st.Tty), "OpenStdin": tinyjson.BoolInto(&st.OpenStdin),
 	})
 }
 
@@ -257,17 +179,8 @@ func (st *ExecState) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes what MarshalJSON encodes.
 func (st *ExecState) UnmarshalJSON(b []byte) error {
-	return members(b, func(k string, v []byte) error {
-		switch k {
-		case "ID":
-			return setStr(&st.ID, v)
-		case "Pid":
-			return setInt(&st.Pid, v)
-		case "Running":
-			return setBool(&st.Running, v)
-		case "ExitCode":
-			return setInt(&st.ExitCode, v)
-		}
-		return nil
+	return tinyjson.Decode(b, fields{
+		"ID": tinyjson.StringInto(&st.ID), "Pid": tinyjson.IntInto(&st.Pid),
+		"Running": tinyjson.BoolInto(&st.Running), "ExitCode": tinyjson.IntInto(&st.ExitCode),
 	})
 }

@@ -37,44 +37,15 @@ func (c *Config) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes what MarshalJSON encodes.
 func (c *Config) UnmarshalJSON(b []byte) error {
-	return members(b, func(k string, v []byte) error {
-		switch k {
-		case "id":
-			return setStr(&c.ID, v)
-		case "stateDir":
-			return setStr(&c.StateDir, v)
-		case "socketPath":
-			return setStr(&c.SocketPath, v)
-		case "logPath":
-			return setStr(&c.LogPath, v)
-		case "logRotation":
-			return members(v, func(k string, v []byte) error {
-				switch k {
-				case "maxSize":
-					return setInt64(&c.LogRotation.MaxSize, v)
-				case "maxFiles":
-					return setInt(&c.LogRotation.MaxFiles, v)
-				}
-				return nil
-			})
-		case "exitFile":
-			return setStr(&c.ExitFile, v)
-		case "tty":
-			return setBool(&c.Tty, v)
-		case "openStdin":
-			return setBool(&c.OpenStdin, v)
-		case "stdinOnce":
-			return setBool(&c.StdinOnce, v)
-		case "height":
-			return setUint16(&c.Height, v)
-		case "width":
-			return setUint16(&c.Width, v)
-		case "debug":
-			return setBool(&c.Debug, v)
-		case "runtimeBinary":
-			return setStr(&c.RuntimeBinary, v)
-		}
-		return nil
+	rot := fields{"maxSize": tinyjson.IntInto(&c.LogRotation.MaxSize), "maxFiles": tinyjson.IntInto(&c.LogRotation.MaxFiles)}
+	return tinyjson.Decode(b, fields{
+		"id": tinyjson.StringInto(&c.ID), "stateDir": tinyjson.StringInto(&c.StateDir),
+		"socketPath": tinyjson.StringInto(&c.SocketPath), "logPath": tinyjson.StringInto(&c.LogPath),
+		"logRotation": func(v []byte) error { return tinyjson.Decode(v, rot) },
+		"exitFile":    tinyjson.StringInto(&c.ExitFile), "tty": tinyjson.BoolInto(&c.Tty),
+		"openStdin": tinyjson.BoolInto(&c.OpenStdin), "stdinOnce": tinyjson.BoolInto(&c.StdinOnce),
+		"height": tinyjson.Uint16Into(&c.Height), "width": tinyjson.Uint16Into(&c.Width),
+		"debug": tinyjson.BoolInto(&c.Debug), "runtimeBinary": tinyjson.StringInto(&c.RuntimeBinary),
 	})
 }
 
@@ -92,19 +63,9 @@ func (r *RuntimeRequest) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes what MarshalJSON encodes.
 func (r *RuntimeRequest) UnmarshalJSON(b []byte) error {
-	return members(b, func(k string, v []byte) (err error) {
-		switch k {
-		case "op":
-			return setStr(&r.Op, v)
-		case "bundle":
-			return setStr(&r.Bundle, v)
-		case "files":
-			r.Files, err = tinyjson.Strings(v)
-			return err
-		case "process":
-			return setRaw((*[]byte)(&r.Process), v)
-		}
-		return nil
+	return tinyjson.Decode(b, fields{
+		"op": tinyjson.StringInto(&r.Op), "bundle": tinyjson.StringInto(&r.Bundle),
+		"files": tinyjson.StringsInto(&r.Files), "process": tinyjson.RawInto((*[]byte)(&r.Process)),
 	})
 }
 
@@ -128,17 +89,10 @@ func (r *RuntimeReply) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes what MarshalJSON encodes.
 func (r *RuntimeReply) UnmarshalJSON(b []byte) error {
-	return members(b, func(k string, v []byte) error {
-		switch k {
-		case "fifo":
-			return setStr(&r.Fifo, v)
-		case "needsDelete":
-			return setBool(&r.NeedsDelete, v)
-		case "stateDir":
-			return setStr(&r.StateDir, v)
-		case "oomKilled":
-			return setBool(&r.OOMKilled, v)
-		}
-		return r.Response.decode(k, v)
-	})
+	f := r.Response.fields()
+	f["fifo"] = tinyjson.StringInto(&r.Fifo)
+	f["needsDelete"] = tinyjson.BoolInto(&r.NeedsDelete)
+	f["stateDir"] = tinyjson.StringInto(&r.StateDir)
+	f["oomKilled"] = tinyjson.BoolInto(&r.OOMKilled)
+	return tinyjson.Decode(b, f)
 }

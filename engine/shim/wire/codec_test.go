@@ -11,6 +11,15 @@ import (
 	"github.com/hutch-engine/hutch/engine/shim/jsonlog"
 )
 
+// The plain types have the fields and tags of the wire types but not their
+// methods: encoding/json handles them by reflection, the reference the
+// hand-written codecs are held to.
+type (
+	plainRequest    Request
+	plainExitStatus ExitStatus
+	plainConfig     Config
+)
+
 // codec is what every wire type implements.
 type codec interface {
 	MarshalJSON() ([]byte, error)
@@ -34,48 +43,16 @@ func TestCodecRoundTrip(t *testing.T) {
 	}{
 		{"request", &Request{Op: OpExec, Signal: 9, Height: 24, Width: 80, Stdin: true, Stdout: true, Stderr: true, ExecID: "e1",
 			Process: []byte(`{"args":["sh","-c","echo \"hi\""],"terminal":true}`), Tty: true, Detach: true},
-			func() codec { return &Request{} }, &struct {
-				Op      string          `json:"op"`
-				Signal  int             `json:"signal,omitempty"`
-				Height  uint16          `json:"h,omitempty"`
-				Width   uint16          `json:"w,omitempty"`
-				Stdin   bool            `json:"stdin,omitempty"`
-				Stdout  bool            `json:"stdout,omitempty"`
-				Stderr  bool            `json:"stderr,omitempty"`
-				ExecID  string          `json:"execId,omitempty"`
-				Process json.RawMessage `json:"process,omitempty"`
-				Tty     bool            `json:"tty,omitempty"`
-				Detach  bool            `json:"detach,omitempty"`
-			}{}},
+			func() codec { return &Request{} }, new(plainRequest)},
 		{"empty request", &Request{Op: OpState}, func() codec { return &Request{} }, nil},
 		{"response", &Response{Error: "e", Class: "start", ExitCode: 127, Pid: 3,
 			State: &State{ID: "c", Pid: 3, ShimPid: 2, Status: StatusStopped, StartedAt: t1, Exit: exit, ExitFile: "/x/exit.json", Tty: true, OpenStdin: true},
 			Exit:  exit, Exec: &ExecState{ID: "e", Pid: 4, Running: true, ExitCode: 2}},
 			func() codec { return &Response{} }, nil},
-		{"exit without start", &ExitStatus{ExitCode: 1, FinishedAt: t1}, func() codec { return &ExitStatus{} }, &struct {
-			ExitCode   int
-			OOMKilled  bool
-			StartedAt  time.Time `json:",omitzero"`
-			FinishedAt time.Time
-			Error      string
-		}{}},
+		{"exit without start", &ExitStatus{ExitCode: 1, FinishedAt: t1}, func() codec { return &ExitStatus{} }, new(plainExitStatus)},
 		{"config", &Config{ID: "c", StateDir: "/s", SocketPath: "/s.sock", LogPath: "/l", LogRotation: jsonlog.Rotation{MaxSize: 1 << 20, MaxFiles: 3},
 			ExitFile: "/e", Tty: true, OpenStdin: true, StdinOnce: true, Height: 24, Width: 80, Debug: true, RuntimeBinary: "/bin/hutch-runtime"},
-			func() codec { return &Config{} }, &struct {
-				ID            string           `json:"id"`
-				StateDir      string           `json:"stateDir"`
-				SocketPath    string           `json:"socketPath"`
-				LogPath       string           `json:"logPath"`
-				LogRotation   jsonlog.Rotation `json:"logRotation,omitempty"`
-				ExitFile      string           `json:"exitFile"`
-				Tty           bool             `json:"tty,omitempty"`
-				OpenStdin     bool             `json:"openStdin,omitempty"`
-				StdinOnce     bool             `json:"stdinOnce,omitempty"`
-				Height        uint16           `json:"height,omitempty"`
-				Width         uint16           `json:"width,omitempty"`
-				Debug         bool             `json:"debug,omitempty"`
-				RuntimeBinary string           `json:"runtimeBinary"`
-			}{}},
+			func() codec { return &Config{} }, new(plainConfig)},
 		{"runtime request", &RuntimeRequest{Op: RuntimeExec, Bundle: "/b", Files: []string{FileLog, FileStdin}, Process: []byte(`{"args":["true"]}`)},
 			func() codec { return &RuntimeRequest{} }, nil},
 		{"runtime reply", &RuntimeReply{Response: Response{Pid: 5}, Fifo: "/s/c/exec.fifo", NeedsDelete: true, StateDir: "/s/c", OOMKilled: true},

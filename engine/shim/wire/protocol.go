@@ -62,7 +62,7 @@ type Request struct {
 	ExecID string `json:"execId,omitempty"`
 	// Process is the exec's OCI process (specs.Process) as JSON: the shim
 	// hands it to hutch-runtime undecoded, and needs only Tty of it.
-	Process []byte `json:"process,omitempty"`
+	Process RawJSON `json:"process,omitempty"`
 	// Tty is the exec process's Terminal.
 	Tty bool `json:"tty,omitempty"`
 	// Detach starts an exec process without streams.

@@ -58,7 +58,7 @@ type RuntimeRequest struct {
 	Files []string `json:"files,omitempty"`
 	// Process is the exec's OCI process (specs.Process), as the engine
 	// sent it.
-	Process []byte `json:"process,omitempty"`
+	Process RawJSON `json:"process,omitempty"`
 }
 
 // RuntimeReply is hutch-runtime's answer: Pid of the process created, or
