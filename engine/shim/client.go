@@ -236,7 +236,11 @@ func (a *Attachment) copyOut(exit *wire.ExitStatus) {
 	for {
 		stream, p, err := wire.ReadFrame(a.br, buf)
 		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+			// The shim closes the connection when the output has ended.
+			// Stdin it had not read yet (the last frames, or the end of
+			// stdin) makes that close a reset, after the output, which
+			// arrives whole before it.
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, syscall.ECONNRESET) {
 				a.err = err
 			}
 			return

@@ -97,10 +97,11 @@ func (s *server) ask(rp *runtimeProc, req *wire.RuntimeRequest, files []*os.File
 	var reply wire.RuntimeReply
 	_, exited, err := s.reaper.spawn(func() (int, error) {
 		if err := wire.SendRuntimeRequest(rp.sock, req, files); err != nil {
-			return 0, wire.Wrap(errNoAnswer.Error(), errNoAnswer, err)
+			return 0, wire.Wrap(err.Error(), errNoAnswer)
 		}
 		if err := wire.ReadJSONLine(bufio.NewReader(rp.sock), &reply); err != nil {
-			if errors.Is(err, io.EOF) {
+			if errors.Is(err, io.EOF) || errors.Is(err, unix.ECONNRESET) {
+				// Gone: a reset when it died with the request unread.
 				return 0, errNoAnswer
 			}
 			return 0, wire.Wrap("hutch-runtime", err)
