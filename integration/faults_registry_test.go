@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hutch-engine/hutch/storage/testimage"
 	"github.com/moby/moby/client"
 )
 
@@ -80,17 +79,7 @@ func TestRegistryDiesMidPull(t *testing.T) {
 	// registry and the proxy hold, so the registry dies with most of the
 	// layer unsent.
 	img := bigImage(t, 40<<20, true)
-	if err := testimage.Push(context.Background(), reg.Addr+"/library/big:dies", img); err != nil {
-		t.Fatal(err)
-	}
-	ls, err := img.Layers()
-	if err != nil {
-		t.Fatal(err)
-	}
-	big, err := ls[len(ls)-1].Digest()
-	if err != nil {
-		t.Fatal(err)
-	}
+	big := pushForLastLayer(t, img, reg.Addr+"/library/big:dies")
 	proxyAddr, paused, resume := pausingProxy(t, reg.Addr, big.String())
 	ref := proxyAddr + "/library/big:dies"
 	d := startDaemon(t)

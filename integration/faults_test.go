@@ -186,21 +186,6 @@ func shimsOf(runtimeDir string) []int {
 	return out
 }
 
-// parentOf is the parent pid of pid, 0 if it is gone.
-func parentOf(pid int) int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 2 {
-		return 0
-	}
-	ppid, _ := strconv.Atoi(f[1])
-	return ppid
-}
-
 func mustDocker(t *testing.T, d *daemon, args ...string) string {
 	t.Helper()
 	out, err := d.Docker(t, args...)

@@ -102,3 +102,21 @@ func bigImage(t *testing.T, size int64, random bool) v1.Image {
 	t.Cleanup(cleanup)
 	return img
 }
+
+// pushForLastLayer pushes img to ref and returns the digest of its last
+// layer, the one a test breaks the transfer of.
+func pushForLastLayer(t *testing.T, img v1.Image, ref string) v1.Hash {
+	t.Helper()
+	if err := testimage.Push(context.Background(), ref, img); err != nil {
+		t.Fatal(err)
+	}
+	ls, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, err := ls[len(ls)-1].Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return last
+}

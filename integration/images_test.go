@@ -408,17 +408,7 @@ func TestImagePullFailsMidway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := testimage.Push(context.Background(), shared.Addr+"/library/multi:broken", img); err != nil {
-		t.Fatal(err)
-	}
-	ls, err := img.Layers()
-	if err != nil {
-		t.Fatal(err)
-	}
-	last, err := ls[len(ls)-1].Digest()
-	if err != nil {
-		t.Fatal(err)
-	}
+	last := pushForLastLayer(t, img, shared.Addr+"/library/multi:broken")
 	ref := breakingProxy(t, shared.Addr, last.String()) + "/library/multi:broken"
 	d := startDaemon(t)
 

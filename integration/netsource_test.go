@@ -5,7 +5,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -48,38 +47,25 @@ func localAddress(t *testing.T, addr string) {
 // server saw and the client's own address.
 func peerOf(t *testing.T, src, url string) (seen, local string) {
 	t.Helper()
-	var last error
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		var laddr net.Addr
-		dialer := &net.Dialer{Timeout: 5 * time.Second}
-		if src != "" {
-			dialer.LocalAddr = &net.TCPAddr{IP: net.ParseIP(src)}
-		}
-		c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
-			DisableKeepAlives: true,
-			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-				conn, err := dialer.DialContext(ctx, network, addr)
-				if err == nil {
-					laddr = conn.LocalAddr()
-				}
-				return conn, err
-			},
-		}}
-		resp, err := c.Get(url)
-		if err != nil {
-			last = err
-			continue
-		}
-		b, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil || resp.StatusCode != http.StatusOK {
-			last = fmt.Errorf("status %d, %v: %q", resp.StatusCode, err, b)
-			continue
-		}
-		return unmapPeer(strings.TrimSpace(string(b))), laddr.String()
+	var laddr net.Addr
+	dialer := &net.Dialer{Timeout: 5 * time.Second}
+	if src != "" {
+		dialer.LocalAddr = &net.TCPAddr{IP: net.ParseIP(src)}
 	}
-	t.Fatalf("GET %s from %q: %v", url, src, last)
-	return "", ""
+	// No keep-alive: the address of the connection that answered is the
+	// last one dialed.
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		DisableKeepAlives: true,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			conn, err := dialer.DialContext(ctx, network, addr)
+			if err == nil {
+				laddr = conn.LocalAddr()
+			}
+			return conn, err
+		},
+	}}
+	body := getRetryWith(t, c, url)
+	return unmapPeer(strings.TrimSpace(body)), laddr.String()
 }
 
 // unmapPeer turns httpd's "[::ffff:198.51.100.1] 4242" into

@@ -58,7 +58,12 @@ func httpdArgs(ref, body string) []string {
 // listen yet) and returns the body.
 func getRetry(t *testing.T, url string) string {
 	t.Helper()
-	c := &http.Client{Timeout: 5 * time.Second}
+	return getRetryWith(t, &http.Client{Timeout: 5 * time.Second}, url)
+}
+
+// getRetryWith is getRetry through the client c.
+func getRetryWith(t *testing.T, c *http.Client, url string) string {
+	t.Helper()
 	var last error
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		resp, err := c.Get(url)

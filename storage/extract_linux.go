@@ -307,6 +307,20 @@ func (e *entryCtx) atime() (a, m unix.Timespec) {
 	return ts[0], ts[1]
 }
 
+// chmodTimes sets the mode and times of an entry just made that is not a
+// symlink: following it is harmless, and fchmodat cannot refuse to follow
+// before Linux 6.6.
+func (e *entryCtx) chmodTimes() error {
+	if err := unix.Fchmodat(e.parent.fd, e.base, e.mode(), 0); err != nil {
+		return &os.PathError{Op: "chmod", Path: e.key, Err: err}
+	}
+	a, m := e.atime()
+	if err := unix.UtimesNanoAt(e.parent.fd, e.base, []unix.Timespec{a, m}, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return &os.PathError{Op: "chtimes", Path: e.key, Err: err}
+	}
+	return nil
+}
+
 func (x *extractor) rootEntry(hdr *tar.Header, uid, gid int) error {
 	var st unix.Stat_t
 	if err := unix.Fstat(x.root, &st); err != nil {
@@ -324,17 +338,7 @@ func (x *extractor) rootEntry(hdr *tar.Header, uid, gid int) error {
 	if err := x.xattrs(hdr, x.root, -1, "."); err != nil {
 		return err
 	}
-	fm := os.FileMode(mode & 0o777)
-	if mode&unix.S_ISUID != 0 {
-		fm |= os.ModeSetuid
-	}
-	if mode&unix.S_ISGID != 0 {
-		fm |= os.ModeSetgid
-	}
-	if mode&unix.S_ISVTX != 0 {
-		fm |= os.ModeSticky
-	}
-	fm |= os.ModeDir
+	fm := hdr.FileInfo().Mode()&^os.ModeType | os.ModeDir
 	x.result.rootMode = &fm
 	x.rootDir.setgid, x.rootDir.gid = mode&unix.S_ISGID != 0, uint32(gid)
 	ts := chtimesSpec(hdr.AccessTime, hdr.ModTime)

@@ -187,14 +187,8 @@ func (x *extractor) node(e *entryCtx) error {
 	if err := x.chownNew(-1, e.base, e.parent, e.uid, e.gid); err != nil {
 		return err
 	}
-	// Not a symlink (just made): following is harmless, and fchmodat
-	// cannot refuse to follow before Linux 6.6.
-	if err := unix.Fchmodat(e.parent.fd, e.base, e.mode(), 0); err != nil {
-		return &os.PathError{Op: "chmod", Path: e.key, Err: err}
-	}
-	a, m := e.atime()
-	if err := unix.UtimesNanoAt(e.parent.fd, e.base, []unix.Timespec{a, m}, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		return &os.PathError{Op: "chtimes", Path: e.key, Err: err}
+	if err := e.chmodTimes(); err != nil {
+		return err
 	}
 	return x.xattrs(e.hdr, -1, e.parent.fd, e.base)
 }
@@ -239,12 +233,8 @@ func (x *extractor) hardlink(e *entryCtx) error {
 		}
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFLNK {
-		if err := unix.Fchmodat(e.parent.fd, e.base, e.mode(), 0); err != nil {
-			return &os.PathError{Op: "chmod", Path: e.key, Err: err}
-		}
-		a, m := e.atime()
-		if err := unix.UtimesNanoAt(e.parent.fd, e.base, []unix.Timespec{a, m}, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			return &os.PathError{Op: "chtimes", Path: e.key, Err: err}
+		if err := e.chmodTimes(); err != nil {
+			return err
 		}
 	}
 	return x.xattrs(e.hdr, -1, e.parent.fd, e.base)

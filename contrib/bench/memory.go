@@ -206,12 +206,12 @@ func cmdline(pid int) string {
 // procName is the base name of argv[0] (the comm of a re-executed
 // /proc/self/exe would say "exe").
 func procName(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil || len(b) == 0 {
+	b := cmdline(pid)
+	if b == "" {
 		c, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
 		return strings.TrimSpace(string(c))
 	}
-	argv0, _, _ := strings.Cut(string(b), "\x00")
+	argv0, _, _ := strings.Cut(b, "\x00")
 	return filepath.Base(argv0)
 }
 

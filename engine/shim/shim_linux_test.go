@@ -630,11 +630,22 @@ func TestShimKilled(t *testing.T) {
 // processAlive: a zombie waiting for its new parent to reap it counts as
 // dead.
 func processAlive(pid int) bool {
+	state, _, ok := procStat(pid)
+	return ok && state != "Z"
+}
+
+// procStat reads the state and parent of pid from /proc.
+func procStat(pid int) (state string, ppid int, ok bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return false
+		return "", 0, false
 	}
+	// pid (comm) state ppid …; comm may hold spaces, so cut at the last ')'.
 	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i > 0 && i+2 < len(s) && s[i+2] != 'Z'
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 2 {
+		return "", 0, false
+	}
+	ppid, _ = strconv.Atoi(f[1])
+	return f[0], ppid, true
 }

@@ -73,7 +73,7 @@ func warmRuntime() int {
 		}
 		for _, c := range ents {
 			cpid, err := strconv.Atoi(c.Name())
-			if err == nil && parentPid(cpid) == pid && len(procArgs(cpid)) == 2 && procArgs(cpid)[1] == "call" {
+			if err == nil && parentOf(cpid) == pid && len(procArgs(cpid)) == 2 && procArgs(cpid)[1] == "call" {
 				return cpid
 			}
 		}
@@ -89,16 +89,7 @@ func procArgs(pid int) []string {
 	return strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
 }
 
-func parentPid(pid int) int {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 2 {
-		return 0
-	}
-	ppid, _ := strconv.Atoi(f[1])
+func parentOf(pid int) int {
+	_, ppid, _ := procStat(pid)
 	return ppid
 }

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hutch-engine/hutch/engine/shim/jsonlog"
 	"github.com/hutch-engine/hutch/engine/shim/wire"
 )
 
@@ -125,7 +126,7 @@ type server struct {
 	fifo       string
 	stateDir   string
 	needsDel   bool
-	logw       interface{ Close() error }
+	logw       *jsonlog.Writer
 	ln         *listener
 
 	// initDone is closed once the init has been reaped; initStatus is then
