@@ -480,7 +480,8 @@ func TestDelete(t *testing.T) {
 func TestRename(t *testing.T) {
 	ctx := context.Background()
 	s, root := newStore(t)
-	a := mustCreate(t, s, newContainer("a1", nil))
+	// Names that cannot be the prefix of a (hex) ID: Get resolves both.
+	a := mustCreate(t, s, newContainer("x1", nil))
 	b := mustCreate(t, s, newContainer("b1", nil))
 	tests := []struct {
 		name  string
@@ -490,7 +491,7 @@ func TestRename(t *testing.T) {
 	}{
 		{"empty", " ", errdefs.ErrInvalidArgument, "Neither old nor new names may be empty"},
 		{"slash only", "/", errdefs.ErrInvalidArgument, "Neither old nor new names may be empty"},
-		{"same", "a1", errdefs.ErrInvalidArgument, "Renaming a container with the same name as its current name"},
+		{"same", "x1", errdefs.ErrInvalidArgument, "Renaming a container with the same name as its current name"},
 		{"invalid", "b@d", errdefs.ErrInvalidArgument,
 			"Error when allocating new name: Invalid container name (/b@d), only [a-zA-Z0-9][a-zA-Z0-9_.-] are allowed"},
 		{"taken", "/b1", errdefs.ErrConflict,
@@ -514,10 +515,10 @@ func TestRename(t *testing.T) {
 	if got, err := s.Get(ctx, "alpha"); err != nil || got.ID != a.ID || got.Name != "/alpha" {
 		t.Fatalf("Get(alpha) = %+v, %v", got, err)
 	}
-	if _, err := s.Get(ctx, "a1"); !errors.Is(err, errdefs.ErrNotFound) {
+	if _, err := s.Get(ctx, "x1"); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Fatalf("old name still resolves: %v", err)
 	}
-	mustCreate(t, s, newContainer("a1", nil))
+	mustCreate(t, s, newContainer("x1", nil))
 	if got, _ := openStore(t, root).Get(ctx, a.ID); got.Name != "/alpha" {
 		t.Fatalf("name on disk: %s", got.Name)
 	}
