@@ -20,7 +20,8 @@ type rootfsRemover struct {
 	mu      sync.Mutex
 	idle    sync.Cond // signalled when pending drops to 0
 	queue   []rootfsJob
-	pending int // queued or being done
+	pending int  // queued or being done
+	running bool // drainRootfs works the queue
 }
 
 type rootfsJob struct {
@@ -45,7 +46,8 @@ func (e *Engine) queueRootfs(j rootfsJob) {
 	defer r.mu.Unlock()
 	r.queue = append(r.queue, j)
 	r.pending++
-	if r.pending == 1 {
+	if !r.running {
+		r.running = true
 		go e.drainRootfs()
 	}
 }
@@ -55,6 +57,8 @@ func (e *Engine) drainRootfs() {
 	for {
 		r.mu.Lock()
 		if len(r.queue) == 0 {
+			// Jobs taken by takeQueuedRootfs may still count in pending.
+			r.running = false
 			r.mu.Unlock()
 			return
 		}
@@ -64,12 +68,18 @@ func (e *Engine) drainRootfs() {
 		if j.reuse == nil || !e.recycleRootfs(j.id, *j.reuse) {
 			e.removeRootfs(j.id)
 		}
-		r.mu.Lock()
-		r.pending--
-		if r.pending == 0 {
-			r.idle.Broadcast()
-		}
-		r.mu.Unlock()
+		e.rootfsJobDone()
+	}
+}
+
+// rootfsJobDone counts a job taken from the queue as done.
+func (e *Engine) rootfsJobDone() {
+	r := &e.rootfs
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pending--
+	if r.pending == 0 {
+		r.idle.Broadcast()
 	}
 }
 

@@ -36,7 +36,7 @@ const (
 	// poolKeys bounds the images (and kinds of layer) the pool keeps
 	// spares for, poolDepth the spares of each.
 	poolKeys  = 4
-	poolDepth = 4
+	poolDepth = 16
 )
 
 // createRootfs gives container id its writable layer on imageID: a spare
@@ -53,6 +53,9 @@ func (e *Engine) createRootfs(ctx context.Context, id, imageID string, volatile 
 	p.touchLocked(e, k)
 	p.mu.Unlock()
 	if rid == "" {
+		rid = e.takeQueuedRootfs(k)
+	}
+	if rid == "" {
 		var err error
 		if rid, err = e.images.CreateRootfs(ctx, id, imageID, volatile); err != nil {
 			return "", err
@@ -60,6 +63,38 @@ func (e *Engine) createRootfs(ctx context.Context, id, imageID string, volatile 
 	}
 	e.refillRootfs(k)
 	return rid, nil
+}
+
+// takeQueuedRootfs empties, for a container about to be made, the layer
+// of a removed container of k's image that waits in the remover's queue:
+// under load the queue is where the spares are, and emptying one (a few
+// directory operations) costs much less than containers/storage's create
+// of a layer and the delete the queue would do instead. "" when none is
+// queued or it cannot be emptied (it is then deleted).
+func (e *Engine) takeQueuedRootfs(k poolKey) string {
+	e.pool.mu.Lock()
+	off := e.pool.closed || e.pool.draining
+	e.pool.mu.Unlock()
+	if off {
+		return ""
+	}
+	r := &e.rootfs
+	r.mu.Lock()
+	i := slices.IndexFunc(r.queue, func(j rootfsJob) bool { return j.reuse != nil && *j.reuse == k })
+	if i < 0 {
+		r.mu.Unlock()
+		return ""
+	}
+	j := r.queue[i]
+	r.queue = slices.Delete(r.queue, i, i+1)
+	r.mu.Unlock()
+	defer e.rootfsJobDone()
+	if err := e.images.ResetRootfs(context.Background(), j.id); err != nil {
+		e.log.Debug("emptying a rootfs for reuse", "rootfs", j.id, "err", err)
+		e.removeRootfs(j.id)
+		return ""
+	}
+	return j.id
 }
 
 // touchLocked makes k the most recently used key, dropping the least

@@ -43,65 +43,29 @@ func (s *Store) CreateRootfs(ctx context.Context, id, imageID string, volatile b
 	return c.ID, nil
 }
 
-// MountRootfs mounts the rootfs and returns its path.
-func (s *Store) MountRootfs(ctx context.Context, id string) (string, error) {
-	p, err := s.cs.Mount(id, "")
-	if err != nil {
-		return "", fmt.Errorf("storage: mounting the rootfs of %s: %w", id, classify(err))
-	}
-	return p, nil
-}
-
-// UnmountRootfs releases one mount of the rootfs.
-func (s *Store) UnmountRootfs(ctx context.Context, id string) error {
-	if _, err := s.cs.Unmount(id, false); err != nil && !errors.Is(err, cstorage.ErrContainerUnknown) && !errors.Is(err, cstorage.ErrLayerUnknown) && !errors.Is(err, cstorage.ErrLayerNotMounted) {
-		return fmt.Errorf("storage: unmounting the rootfs of %s: %w", id, err)
-	}
-	return nil
-}
-
-// RemoveRootfs unmounts and deletes the writable layer.
-func (s *Store) RemoveRootfs(ctx context.Context, id string) error {
-	if _, err := s.cs.Unmount(id, true); err != nil && !errors.Is(err, cstorage.ErrContainerUnknown) && !errors.Is(err, cstorage.ErrLayerUnknown) && !errors.Is(err, cstorage.ErrLayerNotMounted) {
-		return fmt.Errorf("storage: unmounting the rootfs of %s: %w", id, err)
-	}
-	if err := s.cs.DeleteContainer(id); err != nil {
-		if errors.Is(err, cstorage.ErrContainerUnknown) || errors.Is(err, cstorage.ErrNotAContainer) {
-			return fmt.Errorf("storage: rootfs %s: %w", id, errdefs.ErrNotFound)
-		}
-		return fmt.Errorf("storage: deleting the rootfs of %s: %w", id, err)
-	}
-	return nil
-}
-
 // RootfsDriverData describes rootfs id's layer as Docker's inspect does:
 // for the overlay drivers the directories of the layer (UpperDir,
 // WorkDir, MergedDir) and of the image's layers below it (LowerDir, top
 // first); for vfs its directory (Dir).
 func (s *Store) RootfsDriverData(ctx context.Context, id string) (map[string]string, error) {
-	c, err := s.cs.Container(id)
-	if err != nil {
-		return nil, fmt.Errorf("storage: rootfs %s: %w", id, classify(err))
-	}
-	home := filepath.Join(s.opts.GraphRoot, s.cs.GraphDriverName())
 	if s.driver.name == DriverVFS {
-		return map[string]string{"Dir": filepath.Join(home, "dir", c.LayerID)}, nil
+		c, err := s.cs.Container(id)
+		if err != nil {
+			return nil, fmt.Errorf("storage: rootfs %s: %w", id, classify(err))
+		}
+		return map[string]string{"Dir": filepath.Join(s.opts.GraphRoot, s.cs.GraphDriverName(), "dir", c.LayerID)}, nil
 	}
-	var lower []string
-	l, err := s.cs.Layer(c.LayerID)
-	for err == nil && l.Parent != "" {
-		lower = append(lower, filepath.Join(home, l.Parent, "diff"))
-		l, err = s.cs.Layer(l.Parent)
-	}
+	unlock := s.mounts.locks.lock(id)
+	l, err := s.layout(id, s.mountState(id))
+	unlock()
 	if err != nil {
-		return nil, fmt.Errorf("storage: layers of rootfs %s: %w", id, classify(err))
+		return nil, err
 	}
-	dir := filepath.Join(home, c.LayerID)
 	return map[string]string{
-		"LowerDir":  strings.Join(lower, ":"),
-		"MergedDir": filepath.Join(dir, "merged"),
-		"UpperDir":  filepath.Join(dir, "diff"),
-		"WorkDir":   filepath.Join(dir, "work"),
+		"LowerDir":  strings.Join(l.lowers, ":"),
+		"MergedDir": l.merged(),
+		"UpperDir":  filepath.Join(l.dir, "diff"),
+		"WorkDir":   filepath.Join(l.dir, "work"),
 	}, nil
 }
 

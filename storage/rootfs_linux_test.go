@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -82,4 +83,100 @@ func TestRootfsLifecycle(t *testing.T) {
 		t.Errorf("DeleteImage after the container: %v", err)
 	}
 	assertEmpty(t, s)
+}
+
+// TestRootfsOwnMounts: the store mounts writable layers of the native
+// overlay driver itself, with the options containers/storage's driver
+// would use, resets them for reuse, and unmounts a layer it did not count
+// (mounted by a daemon before it).
+func TestRootfsOwnMounts(t *testing.T) {
+	ctx := context.Background()
+	reg := newRegistry(t, "", "")
+	busybox, err := testimage.Busybox()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := reg.push(t, "busybox:latest", busybox)
+	s := newStore(t, DriverOverlay)
+	if _, err := s.Pull(ctx, ref, PullOptions{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	image, _, err := s.ContainerImage(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	create := func(volatile bool) (string, string) {
+		t.Helper()
+		id, err := s.CreateRootfs(ctx, "", image, volatile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := s.Backend().Container(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id, c.LayerID
+	}
+	// options gives the overlay's mount options at p, the layer's ID
+	// replaced.
+	options := func(p, layer string) string {
+		t.Helper()
+		ms, err := mountinfo.GetMounts(mountinfo.SingleEntryFilter(p))
+		if err != nil || len(ms) != 1 {
+			t.Fatalf("mounts at %s: %v, %v", p, ms, err)
+		}
+		return strings.ReplaceAll(ms[0].Options+" "+ms[0].VFSOptions, layer, "LAYER")
+	}
+	for _, volatile := range []bool{false, true} {
+		own, ownLayer := create(volatile)
+		cs, csLayer := create(volatile)
+		p, err := s.MountRootfs(ctx, own)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := s.Backend().Mount(cs, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a, b := options(p, ownLayer), options(q, csLayer); a != b {
+			t.Errorf("volatile %v: mounted with %q, containers/storage mounts with %q", volatile, a, b)
+		}
+		if n, err := s.Backend().Mounted(ownLayer); err != nil || n != 0 {
+			t.Errorf("containers/storage counts our mount: %d, %v", n, err)
+		}
+		if err := os.WriteFile(filepath.Join(p, "written"), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// A docker run --rm container's layer is reset still mounted.
+		if err := s.ResetRootfs(ctx, own); err != nil {
+			t.Fatal(err)
+		}
+		if mounted, err := mountinfo.Mounted(p); err != nil || mounted {
+			t.Errorf("%s still mounted (%v) after ResetRootfs", p, err)
+		}
+		if p, err = s.MountRootfs(ctx, own); err != nil {
+			t.Fatalf("mount after a reset: %v", err)
+		}
+		if _, err := os.Stat(filepath.Join(p, "written")); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("a reset layer still has what was written: %v", err)
+		}
+		if err := s.UnmountRootfs(ctx, own); err != nil {
+			t.Fatal(err)
+		}
+		// cs stands for a layer a daemon before this store mounted.
+		if err := s.UnmountRootfs(ctx, cs); err != nil {
+			t.Fatal(err)
+		}
+		if mounted, err := mountinfo.Mounted(q); err != nil || mounted {
+			t.Errorf("%s still mounted (%v) after UnmountRootfs", q, err)
+		}
+		if n, err := s.Backend().Mounted(csLayer); err != nil || n != 0 {
+			t.Errorf("containers/storage still counts %d mounts, %v", n, err)
+		}
+		for _, id := range []string{own, cs} {
+			if err := s.RemoveRootfs(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 }

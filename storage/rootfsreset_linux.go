@@ -2,14 +2,12 @@ package storage
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
 
 	"github.com/containerd/errdefs"
-	cstorage "go.podman.io/storage"
 )
 
 // ResetRootfs empties the writable layer of rootfs id so that another
@@ -26,25 +24,21 @@ func (s *Store) ResetRootfs(ctx context.Context, id string) error {
 	if s.driver.name == DriverVFS {
 		return fmt.Errorf("storage: %s layers cannot be reset: %w", s.driver.name, errdefs.ErrNotImplemented)
 	}
-	c, err := s.cs.Container(id)
+	unlock := s.mounts.locks.lock(id)
+	defer unlock()
+	m := s.mountState(id)
+	m.refs = 0 // docker run --rm's layer comes here still mounted
+	if err := s.unmountAll(id, m); err != nil {
+		return err
+	}
+	l, err := s.layout(id, m)
 	if err != nil {
-		return fmt.Errorf("storage: rootfs %s: %w", id, classify(err))
+		return err
 	}
-	layer, err := s.cs.Layer(c.LayerID)
-	if err != nil {
-		return fmt.Errorf("storage: layer of rootfs %s: %w", id, classify(err))
-	}
-	if _, err := s.cs.Unmount(id, true); err != nil && !errors.Is(err, cstorage.ErrLayerNotMounted) {
-		return fmt.Errorf("storage: unmounting the rootfs of %s: %w", id, err)
-	}
-	if n, err := s.cs.Mounted(layer.ID); err != nil || n != 0 {
-		return fmt.Errorf("storage: rootfs %s is still mounted (%d, %v)", id, n, err)
-	}
-	home := filepath.Join(s.opts.GraphRoot, s.cs.GraphDriverName())
-	if layer.Parent == "" {
+	if len(l.lowers) == 0 {
 		return fmt.Errorf("storage: rootfs %s has no image layer below it", id)
 	}
-	fi, err := os.Stat(filepath.Join(home, layer.Parent, "diff"))
+	fi, err := os.Stat(l.lowers[0])
 	if err != nil {
 		return fmt.Errorf("storage: image layer of rootfs %s: %w", id, err)
 	}
@@ -52,7 +46,7 @@ func (s *Store) ResetRootfs(ctx context.Context, id string) error {
 	if !ok {
 		return fmt.Errorf("storage: image layer of rootfs %s: no owner", id)
 	}
-	dir := filepath.Join(home, layer.ID)
+	dir := l.dir
 	diffMode := fi.Mode() & (os.ModePerm | os.ModeSetuid | os.ModeSetgid | os.ModeSticky)
 	if err := remake(filepath.Join(dir, "diff"), diffMode, int(st.Uid), int(st.Gid)); err != nil {
 		return fmt.Errorf("storage: emptying rootfs %s: %w", id, err)

@@ -65,6 +65,7 @@ type Store struct {
 	pulls      pullTracker
 	metaMu     sync.Mutex // serialises updates of image metadata (imagemeta.go)
 	layerLocks keyedLocks // one creation of a layer ID at a time (fetchstage.go)
+	mounts     rootfsMounts
 	stageOnce  sync.Once
 	stageOK    bool // layers can be streamed into staging directories (canStage)
 }

@@ -156,21 +156,10 @@ func (c *Container) Command() string {
 	return b.String()
 }
 
-// Clone returns a deep copy of c. The copy goes through the same JSON
-// encoding as the record on disk, so it cannot miss a field that a
-// hand-written copy would forget when the API types grow.
-func (c *Container) Clone() *Container {
-	data, err := json.Marshal(c)
-	if err != nil {
-		// Every field is a plain value or an API type that marshals.
-		panic(fmt.Sprintf("container: encoding record %s: %v", c.ID, err))
-	}
-	out, err := decode(data)
-	if err != nil {
-		panic(fmt.Sprintf("container: decoding record %s: %v", c.ID, err))
-	}
-	return out
-}
+// Clone returns a deep copy of c. The copy is made by reflection
+// (deepCopy), so it cannot miss a field that a hand-written copy would
+// forget when the API types grow.
+func (c *Container) Clone() *Container { return deepCopy(c) }
 
 func decode(data []byte) (*Container, error) {
 	var c Container

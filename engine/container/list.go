@@ -35,16 +35,12 @@ func (s *Store) List(ctx context.Context, opts ListOptions) ([]*Container, error
 	if err != nil {
 		return nil, err
 	}
-	type item struct {
-		rec  *Container
-		data []byte
-	}
-	var items []item
+	var items []*Container
 	var before, since string
 	s.mu.RLock()
 	for _, e := range s.byID {
 		if e.rec != nil {
-			items = append(items, item{e.rec, e.data})
+			items = append(items, e.rec)
 		}
 	}
 	if lf.before != nil {
@@ -58,13 +54,12 @@ func (s *Store) List(ctx context.Context, opts ListOptions) ([]*Container, error
 		return nil, err
 	}
 
-	slices.SortFunc(items, func(a, b item) int {
-		return cmp.Or(b.rec.Created.Compare(a.rec.Created), cmp.Compare(a.rec.ID, b.rec.ID))
+	slices.SortFunc(items, func(a, b *Container) int {
+		return cmp.Or(b.Created.Compare(a.Created), cmp.Compare(a.ID, b.ID))
 	})
 	all := opts.All || lf.anyStatus || opts.Limit > 0
 	out := []*Container{}
-	for _, it := range items {
-		c := it.rec
+	for _, c := range items {
 		if before != "" {
 			// Skip everything newer than the "before" container, and it.
 			if c.ID == before {
@@ -78,11 +73,7 @@ func (s *Store) List(ctx context.Context, opts ListOptions) ([]*Container, error
 		if !all && !c.State.Running() || !lf.match(c, opts.Ancestors) {
 			continue
 		}
-		cp, err := decode(it.data)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, cp)
+		out = append(out, deepCopy(c))
 		if opts.Limit > 0 && len(out) == opts.Limit {
 			break
 		}

@@ -351,15 +351,16 @@ func (s *Store) writeNew(id string, data []byte) error {
 func (s *Store) Get(ctx context.Context, ref string) (*Container, error) {
 	s.mu.RLock()
 	e, err := s.lookupLocked(ref)
-	var data []byte
+	var rec *Container
 	if err == nil {
-		data = e.data
+		rec = e.rec
 	}
 	s.mu.RUnlock()
 	if err != nil {
 		return nil, err
 	}
-	return decode(data)
+	// Records are replaced, never changed: copying outside the lock is safe.
+	return deepCopy(rec), nil
 }
 
 func noSuchContainer(ref string) error {

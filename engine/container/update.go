@@ -25,10 +25,7 @@ import (
 // waiters are answered.
 func (s *Store) Update(ctx context.Context, id string, fn func(*Container) error) error {
 	return s.locked(ctx, id, func(e *entry, old *Container) error {
-		c, err := decode(e.data)
-		if err != nil {
-			return err
-		}
+		c := deepCopy(old)
 		if err := fn(c); err != nil {
 			return err
 		}
@@ -132,11 +129,9 @@ func (s *Store) Rename(ctx context.Context, id, name string) error {
 		s.names[name] = id
 		s.mu.Unlock()
 
-		c, err := decode(e.data)
-		if err == nil {
-			c.Name = name
-			err = s.commit(e, c, false)
-		}
+		c := deepCopy(old)
+		c.Name = name
+		err := s.commit(e, c, false)
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if err != nil {

@@ -19,6 +19,8 @@ func (d *Driver) SetupNetwork(ctx context.Context, n *enet.Network) error {
 	if n.Bridge == "" || !n.Subnet.IsValid() {
 		return fmt.Errorf("network %s has no bridge or subnet", n.Name)
 	}
+	d.netMu.Lock()
+	defer d.netMu.Unlock()
 	return d.ns.do(func() error {
 		br, err := d.link.LinkByName(n.Bridge)
 		if err != nil {
@@ -57,6 +59,8 @@ func (d *Driver) SetupNetwork(ctx context.Context, n *enet.Network) error {
 
 // TeardownNetwork implements engine/network.Driver.
 func (d *Driver) TeardownNetwork(ctx context.Context, n *enet.Network) error {
+	d.netMu.Lock()
+	defer d.netMu.Unlock()
 	return d.ns.do(func() error {
 		var errs []error
 		if d.nat != nil {

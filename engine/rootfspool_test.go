@@ -1,0 +1,139 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeRootfs is the rootfs half of an ImageStore whose calls can be held
+// (a channel per layer ID) and are counted.
+type fakeRootfs struct {
+	ImageStore
+	mu      sync.Mutex
+	n       int
+	created []string
+	reset   []string
+	removed []string
+	hold    map[string]chan struct{} // a call for this ID waits for close
+	entered chan string              // each held call, as it starts waiting
+}
+
+func newFakeRootfs() *fakeRootfs {
+	return &fakeRootfs{hold: map[string]chan struct{}{}, entered: make(chan string, 16)}
+}
+
+func (f *fakeRootfs) wait(id string) {
+	f.mu.Lock()
+	ch := f.hold[id]
+	f.mu.Unlock()
+	if ch != nil {
+		f.entered <- id
+		<-ch
+	}
+}
+
+func (f *fakeRootfs) CreateRootfs(_ context.Context, _, _ string, _ bool) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.n++
+	id := fmt.Sprintf("new%d", f.n)
+	f.created = append(f.created, id)
+	return id, nil
+}
+
+func (f *fakeRootfs) ResetRootfs(_ context.Context, id string) error {
+	f.wait(id)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reset = append(f.reset, id)
+	return nil
+}
+
+func (f *fakeRootfs) RemoveRootfs(_ context.Context, id string) error {
+	f.wait(id)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.removed = append(f.removed, id)
+	return nil
+}
+
+// waitRemovals is waitRootfsRemovals with a deadline.
+func waitRemovals(t *testing.T, e *Engine) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		e.waitRootfsRemovals()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("queued rootfs jobs never finished")
+	}
+}
+
+// TestCreateTakesQueuedRootfs: a create finds the layer of a removed
+// container of its image in the remover's queue and empties it instead of
+// making a layer, and the queue still drains when its worker went idle
+// while the create held a job (the worker used to be started only when
+// the pending count rose to one, so a job queued then waited forever).
+func TestCreateTakesQueuedRootfs(t *testing.T) {
+	f := newFakeRootfs()
+	e := &Engine{images: f, log: slog.New(slog.DiscardHandler)}
+	e.rootfs.idle.L = &e.rootfs.mu
+	k := poolKey{image: "sha256:img", volatile: true}
+	e.pool.mu.Lock()
+	e.pool.touchLocked(e, k)
+	e.pool.mu.Unlock()
+
+	releaseX, releaseA := make(chan struct{}), make(chan struct{})
+	f.hold["x"], f.hold["a"] = releaseX, releaseA
+	e.removeRootfsLater("x") // the worker is busy with it
+	if id := <-f.entered; id != "x" {
+		t.Fatalf("held call for %s, want x", id)
+	}
+	e.recycleRootfsLater("a", k)
+
+	got := make(chan string, 1)
+	go func() {
+		id, err := e.createRootfs(context.Background(), "c1", k.image, k.volatile)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- id
+	}()
+	if id := <-f.entered; id != "a" {
+		t.Fatalf("held call for %s, want the queued a", id)
+	}
+	close(releaseX) // the worker finds the queue empty and stops
+	for idle := false; !idle; time.Sleep(time.Millisecond) {
+		e.rootfs.mu.Lock()
+		idle = !e.rootfs.running
+		e.rootfs.mu.Unlock()
+	}
+	e.removeRootfsLater("y") // needs a worker again
+	close(releaseA)
+	if id := <-got; id != "a" {
+		t.Errorf("create got rootfs %q, want the queued a", id)
+	}
+	waitRemovals(t, e)
+
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if fmt.Sprint(f.reset) != "[a]" {
+		t.Errorf("reset %v, want [a]", f.reset)
+	}
+	if fmt.Sprint(f.removed) != "[x y]" {
+		t.Errorf("removed %v, want [x y]", f.removed)
+	}
+	// Only the pool's refill in the background may have made a layer.
+	for _, id := range f.created {
+		if id == "a" {
+			t.Errorf("created %v", f.created)
+		}
+	}
+}
