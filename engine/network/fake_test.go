@@ -29,6 +29,9 @@ type fakeDriver struct {
 	nextID    int
 	taken     map[uint16]bool // host ports another process holds
 	failPlug  error
+	// overlap, when set, makes Plug wait until that many Plug calls run
+	// at once (or fail after a while).
+	overlap *overlapGate
 	// dns is where ListenDNS listened, by the address asked for.
 	dns      map[netip.Addr]string
 	upstream string // a fake upstream resolver (udp)
@@ -87,6 +90,11 @@ func (f *fakeDriver) Sandboxes(context.Context) ([]string, error) {
 }
 
 func (f *fakeDriver) Plug(_ context.Context, path string, n *Network, ep *Endpoint, gateway bool) error {
+	if f.overlap != nil {
+		if err := f.overlap.wait(); err != nil {
+			return err
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.failPlug != nil {
@@ -199,5 +207,30 @@ func testContainer(name string, hc *containertypes.HostConfig) *container.Contai
 		Created:    time.Now(),
 		Config:     &containertypes.Config{Hostname: id[:12], Image: "busybox"},
 		HostConfig: hc,
+	}
+}
+
+// overlapGate lets callers through once n of them wait at once.
+type overlapGate struct {
+	n       int
+	mu      sync.Mutex
+	arrived int
+	open    chan struct{}
+}
+
+func newOverlapGate(n int) *overlapGate { return &overlapGate{n: n, open: make(chan struct{})} }
+
+func (g *overlapGate) wait() error {
+	g.mu.Lock()
+	g.arrived++
+	if g.arrived == g.n {
+		close(g.open)
+	}
+	g.mu.Unlock()
+	select {
+	case <-g.open:
+		return nil
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("%d of %d plugs ran at once", g.arrived, g.n)
 	}
 }

@@ -206,52 +206,53 @@ func (m *Manager) Attach(ctx context.Context, c *container.Container) (engine.Ne
 		return engine.NetAttachment{}, err
 	}
 	start := time.Now()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.sandboxes[c.ID] != nil {
-		m.detachLocked(ctx, c.ID, false) // left by a start that did not finish
-	}
-	nets, err := m.attachOrder(c)
+	sb, plugs, err := m.reserveAll(ctx, c)
 	if err != nil {
 		return engine.NetAttachment{}, err
 	}
-	path, err := m.drv.NewSandbox(ctx, c.ID)
-	if err != nil {
-		return engine.NetAttachment{}, fmt.Errorf("creating the network namespace: %w", err)
-	}
-	sb := &sandbox{id: c.ID, path: path, key: newID()}
-	m.sandboxes[c.ID] = sb
-	ok := false
-	defer func() {
-		if !ok {
+	fail := func(err error) (engine.NetAttachment, error) {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.sandboxes[c.ID] == sb {
 			m.detachLocked(context.WithoutCancel(ctx), c.ID, false)
 		}
-	}()
-	settings := &containertypes.NetworkSettings{SandboxID: sb.key, SandboxKey: path, Ports: network.PortMap{}, Networks: map[string]*network.EndpointSettings{}}
-	gateway := true
-	var first *Endpoint
-	var firstNet *netState
-	for _, n := range nets {
-		var cfg *network.EndpointSettings
-		if c.NetworkSettings != nil {
-			cfg = c.NetworkSettings.Networks[n.Name]
-		}
-		ep, err := m.plugLocked(ctx, sb, n, c, cfg, gateway && !n.Internal)
-		if err != nil {
-			return engine.NetAttachment{}, err
-		}
-		if !n.Internal {
-			gateway = false
-		}
-		if first == nil {
-			first, firstNet = ep, n
-		}
-		settings.Networks[n.Name] = endpointSettings(n, ep, cfg)
-	}
-	if err := m.publishLocked(ctx, sb, c, nets, plan, settings.Ports); err != nil {
 		return engine.NetAttachment{}, err
 	}
-	ok = true
+	// The namespace and its veths are made without the lock: they are this
+	// container's alone, and the driver makes those of several containers
+	// at once (one at a time, they were most of start/network under
+	// concurrent starts).
+	path, err := m.drv.NewSandbox(ctx, c.ID)
+	if err != nil {
+		return fail(fmt.Errorf("creating the network namespace: %w", err))
+	}
+	for _, p := range plugs {
+		if err := m.drv.Plug(ctx, path, p.n.Network, p.ep, p.gateway); err != nil {
+			return fail(fmt.Errorf("connecting to network %s: %w", p.n.Name, err))
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.sandboxes[c.ID] != sb {
+		// Detached meanwhile (the container went): the namespace made
+		// after that detach is this start's to remove.
+		if m.sandboxes[c.ID] == nil {
+			m.drv.RemoveSandbox(context.WithoutCancel(ctx), c.ID)
+		}
+		return engine.NetAttachment{}, fmt.Errorf("the network of container %s was released while it started", c.ID)
+	}
+	sb.path = path
+	settings := &containertypes.NetworkSettings{SandboxID: sb.key, SandboxKey: path, Ports: network.PortMap{}, Networks: map[string]*network.EndpointSettings{}}
+	nets := make([]*netState, len(plugs))
+	for i, p := range plugs {
+		nets[i] = p.n
+		settings.Networks[p.n.Name] = endpointSettings(p.n, p.ep, p.cfg)
+	}
+	first, firstNet := plugs[0].ep, plugs[0].n
+	if err := m.publishLocked(ctx, sb, c, nets, plan, settings.Ports); err != nil {
+		m.detachLocked(context.WithoutCancel(ctx), c.ID, false)
+		return engine.NetAttachment{}, err
+	}
 	m.log.Debug("network attached", "container", c.ID, "took", time.Since(start))
 	att := engine.NetAttachment{
 		NetNSPath:   path,
@@ -269,6 +270,49 @@ func (m *Manager) Attach(ctx context.Context, c *container.Container) (engine.Ne
 		att.Nameservers = []string{m.drv.Nameserver().String()}
 	}
 	return att, nil
+}
+
+// plannedPlug is an endpoint reserved for a container, to be plugged.
+type plannedPlug struct {
+	n       *netState
+	ep      *Endpoint
+	cfg     *network.EndpointSettings
+	gateway bool // the default route goes through it
+}
+
+// reserveAll registers container c's sandbox and reserves its endpoint on
+// each of its networks (setting the networks up where needed), under the
+// lock; the driver's work on the container's own namespace comes after.
+func (m *Manager) reserveAll(ctx context.Context, c *container.Container) (*sandbox, []plannedPlug, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.sandboxes[c.ID] != nil {
+		m.detachLocked(ctx, c.ID, false) // left by a start that did not finish
+	}
+	nets, err := m.attachOrder(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	sb := &sandbox{id: c.ID, key: newID()}
+	m.sandboxes[c.ID] = sb
+	var plugs []plannedPlug
+	gateway := true
+	for _, n := range nets {
+		var cfg *network.EndpointSettings
+		if c.NetworkSettings != nil {
+			cfg = c.NetworkSettings.Networks[n.Name]
+		}
+		ep, err := m.reserveLocked(ctx, sb, n, c, cfg)
+		if err != nil {
+			m.detachLocked(context.WithoutCancel(ctx), c.ID, false)
+			return nil, nil, err
+		}
+		plugs = append(plugs, plannedPlug{n: n, ep: ep, cfg: cfg, gateway: gateway && !n.Internal})
+		if !n.Internal {
+			gateway = false
+		}
+	}
+	return sb, plugs, nil
 }
 
 // attachOrder lists the networks a container is configured for: its
@@ -304,6 +348,23 @@ func (m *Manager) attachOrder(c *container.Container) ([]*netState, error) {
 
 // plugLocked gives the container an address on n and its interface.
 func (m *Manager) plugLocked(ctx context.Context, sb *sandbox, n *netState, c *container.Container, cfg *network.EndpointSettings, gateway bool) (*Endpoint, error) {
+	ep, err := m.reserveLocked(ctx, sb, n, c, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.drv.Plug(ctx, sb.path, n.Network, ep, gateway); err != nil {
+		n.pool.release(ep.IP)
+		delete(n.eps, c.ID)
+		sb.order = sb.order[:len(sb.order)-1]
+		sb.nextIf--
+		return nil, fmt.Errorf("connecting to network %s: %w", n.Name, err)
+	}
+	return ep, nil
+}
+
+// reserveLocked sets n up if need be and gives the container its endpoint
+// there (address, MAC, names, interface), not yet plugged.
+func (m *Manager) reserveLocked(ctx context.Context, sb *sandbox, n *netState, c *container.Container, cfg *network.EndpointSettings) (*Endpoint, error) {
 	if !n.IsBridge() {
 		return nil, errdefs.ErrInvalidArgument.WithMessage("container cannot be disconnected from host network or connected to host network")
 	}
@@ -335,10 +396,6 @@ func (m *Manager) plugLocked(ctx context.Context, sb *sandbox, n *netState, c *c
 	}
 	if n.UserDefined() {
 		ep.DNSNames = dnsNames(c, ep.Aliases)
-	}
-	if err := m.drv.Plug(ctx, sb.path, n.Network, ep, gateway); err != nil {
-		n.pool.release(ep.IP)
-		return nil, fmt.Errorf("connecting to network %s: %w", n.Name, err)
 	}
 	n.eps[c.ID] = ep
 	sb.order = append(sb.order, n.ID)

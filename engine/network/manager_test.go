@@ -3,9 +3,11 @@ package network
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/containerd/errdefs"
@@ -224,6 +226,31 @@ func TestDetachShared(t *testing.T) {
 				t.Errorf("address %s still taken", att.Addrs[0])
 			}
 		})
+	}
+}
+
+// TestAttachInParallel: the namespaces and veths of several containers
+// are made at once, not one at a time under the manager's lock.
+func TestAttachInParallel(t *testing.T) {
+	drv := newFake()
+	const n = 3
+	drv.overlap = newOverlapGate(n)
+	m := newManager(t, drv)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := testContainer(fmt.Sprintf("par%d", i), nil)
+			if _, err := m.Attach(context.Background(), c); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	nw, _ := m.NetworkInspect(context.Background(), "bridge")
+	if len(nw.Containers) != n {
+		t.Errorf("%d endpoints on bridge, want %d", len(nw.Containers), n)
 	}
 }
 
