@@ -16,12 +16,7 @@ import (
 
 func TestRootfsLifecycle(t *testing.T) {
 	ctx := context.Background()
-	reg := newRegistry(t, "", "")
-	busybox, err := testimage.Busybox()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref := reg.push(t, "busybox:latest", busybox)
+	ref := pushedBusybox(t)
 	s := newStore(t, "")
 	if _, err := s.Pull(ctx, ref, PullOptions{}, nil); err != nil {
 		t.Fatal(err)
@@ -91,12 +86,7 @@ func TestRootfsLifecycle(t *testing.T) {
 // (mounted by a daemon before it).
 func TestRootfsOwnMounts(t *testing.T) {
 	ctx := context.Background()
-	reg := newRegistry(t, "", "")
-	busybox, err := testimage.Busybox()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref := reg.push(t, "busybox:latest", busybox)
+	ref := pushedBusybox(t)
 	s := newStore(t, DriverOverlay)
 	if _, err := s.Pull(ctx, ref, PullOptions{}, nil); err != nil {
 		t.Fatal(err)
@@ -179,4 +169,16 @@ func TestRootfsOwnMounts(t *testing.T) {
 			}
 		}
 	}
+}
+
+// pushedBusybox serves the busybox test image from a new registry and
+// gives its reference.
+func pushedBusybox(t *testing.T) string {
+	t.Helper()
+	reg := newRegistry(t, "", "")
+	busybox, err := testimage.Busybox()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reg.push(t, "busybox:latest", busybox)
 }
