@@ -67,6 +67,10 @@ func (s *Store) Pull(ctx context.Context, ref string, opts PullOptions, progress
 
 	start := time.Now()
 	hooked := &hookedStore{Store: s.cs, progress: newPullProgress(progress), locks: &s.layerLocks}
+	// A decompressor's read-ahead may still report bytes read after a
+	// failed layer: nothing reaches the caller's stream once Pull returns
+	// (the API's response is finished by then; writing it crashed).
+	defer hooked.progress.close()
 	img, newer, err := s.pull(ctx, named, sys, parallel, hooked)
 	created = hooked.createdLayers()
 	if err != nil {

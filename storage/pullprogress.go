@@ -56,6 +56,13 @@ func newPullProgress(emit func(jsonstream.Message)) *pullProgress {
 	return &pullProgress{emit: emit, layers: map[digest.Digest]*layerEntry{}}
 }
 
+// close drops every message from now on.
+func (p *pullProgress) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.emit = func(jsonstream.Message) {}
+}
+
 func shortID(d digest.Digest) string {
 	e := d.Encoded()
 	if len(e) > 12 {

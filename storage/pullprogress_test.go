@@ -236,3 +236,21 @@ func TestExtractReaderReportsEnd(t *testing.T) {
 		t.Errorf("last lines %q", last)
 	}
 }
+
+// TestPullProgressClosed: after the pull returned, a decompressor that is
+// still reading ahead reports into nothing (it used to write the finished
+// HTTP response and crash the daemon).
+func TestPullProgressClosed(t *testing.T) {
+	var msgs []jsonstream.Message
+	p := newPullProgress(func(m jsonstream.Message) { msgs = append(msgs, m) })
+	named, _ := parsePullReference("busybox")
+	a := fakeDigest('a')
+	p.start(named, []plannedLayer{{digest: a, size: 10}}, 3, false)
+	n := len(msgs)
+	p.close()
+	p.fetchRead(a, 5)
+	p.fetched(a)
+	if len(msgs) != n {
+		t.Errorf("messages after close: %v", msgs[n:])
+	}
+}
