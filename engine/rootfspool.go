@@ -73,9 +73,9 @@ func (e *Engine) createRootfs(ctx context.Context, id, imageID string, volatile 
 // queued or it cannot be emptied (it is then deleted).
 func (e *Engine) takeQueuedRootfs(k poolKey) string {
 	e.pool.mu.Lock()
-	off := e.pool.closed || e.pool.draining
+	open := e.pool.openLocked()
 	e.pool.mu.Unlock()
-	if off {
+	if !open {
 		return ""
 	}
 	r := &e.rootfs
@@ -89,12 +89,21 @@ func (e *Engine) takeQueuedRootfs(k poolKey) string {
 	r.queue = slices.Delete(r.queue, i, i+1)
 	r.mu.Unlock()
 	defer e.rootfsJobDone()
-	if err := e.images.ResetRootfs(context.Background(), j.id); err != nil {
-		e.log.Debug("emptying a rootfs for reuse", "rootfs", j.id, "err", err)
+	if !e.emptyRootfs(j.id) {
 		e.removeRootfs(j.id)
 		return ""
 	}
 	return j.id
+}
+
+// emptyRootfs empties rootfs id for another container of its image; false
+// means it is fit only for deletion.
+func (e *Engine) emptyRootfs(id string) bool {
+	if err := e.images.ResetRootfs(context.Background(), id); err != nil {
+		e.log.Debug("emptying a rootfs for reuse", "rootfs", id, "err", err)
+		return false
+	}
+	return true
 }
 
 // touchLocked makes k the most recently used key, dropping the least
@@ -113,9 +122,12 @@ func (p *rootfsPool) touchLocked(e *Engine, k poolKey) {
 	delete(p.ready, old)
 }
 
+// openLocked reports whether layers may be kept for reuse at all.
+func (p *rootfsPool) openLocked() bool { return !p.closed && !p.draining }
+
 // wantsLocked reports whether the pool takes one more spare for k.
 func (p *rootfsPool) wantsLocked(k poolKey) bool {
-	return !p.closed && !p.draining && len(p.ready[k]) < poolDepth && slices.Contains(p.recent, k)
+	return p.openLocked() && len(p.ready[k]) < poolDepth && slices.Contains(p.recent, k)
 }
 
 // addLocked keeps rid as a spare for k.
@@ -170,8 +182,7 @@ func (e *Engine) recycleRootfs(id string, k poolKey) bool {
 	if !want {
 		return false
 	}
-	if err := e.images.ResetRootfs(context.Background(), id); err != nil {
-		e.log.Debug("emptying a rootfs for reuse", "rootfs", id, "err", err)
+	if !e.emptyRootfs(id) {
 		return false
 	}
 	p.mu.Lock()

@@ -46,18 +46,19 @@ func (f *fakeRootfs) CreateRootfs(_ context.Context, _, _ string, _ bool) (strin
 }
 
 func (f *fakeRootfs) ResetRootfs(_ context.Context, id string) error {
-	f.wait(id)
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.reset = append(f.reset, id)
-	return nil
+	return f.record(&f.reset, id)
 }
 
 func (f *fakeRootfs) RemoveRootfs(_ context.Context, id string) error {
+	return f.record(&f.removed, id)
+}
+
+// record notes a call for id in calls, once a hold on id is released.
+func (f *fakeRootfs) record(calls *[]string, id string) error {
 	f.wait(id)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.removed = append(f.removed, id)
+	*calls = append(*calls, id)
 	return nil
 }
 

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
+	"github.com/containerd/errdefs"
 	cstorage "go.podman.io/storage"
 )
 
@@ -15,14 +17,24 @@ func ignorableUnmount(err error) bool {
 	return errors.Is(err, cstorage.ErrContainerUnknown) || errors.Is(err, cstorage.ErrLayerUnknown) || errors.Is(err, cstorage.ErrLayerNotMounted)
 }
 
+// deleteRootfs deletes the unmounted writable layer id.
+func (s *Store) deleteRootfs(id string) error {
+	if err := s.cs.DeleteContainer(id); err != nil {
+		if errors.Is(err, cstorage.ErrContainerUnknown) || errors.Is(err, cstorage.ErrNotAContainer) {
+			return fmt.Errorf("storage: rootfs %s: %w", id, errdefs.ErrNotFound)
+		}
+		return fmt.Errorf("storage: deleting the rootfs of %s: %w", id, err)
+	}
+	return nil
+}
+
 // rootfsMounts counts the mounts of each writable layer.
 type rootfsMounts struct {
 	mu    sync.Mutex
 	state map[string]*rootfsMount // by rootfs ID
 	locks keyedLocks              // one mount change per rootfs at a time
 
-	volatileOnce sync.Once
-	noVolatile   bool // the kernel refused overlay's volatile option
+	noVolatile atomic.Bool // the kernel refused overlay's volatile option
 }
 
 // rootfsMount is one writable layer's mount state, changed under its
@@ -39,7 +51,6 @@ type rootfsMount struct {
 
 // rootfsLayout is where a writable layer of the overlay driver lives.
 type rootfsLayout struct {
-	layerID  string
 	dir      string   // the layer's directory (diff, work, merged)
 	lowers   []string // the image's layers' diff directories, top first
 	volatile bool
@@ -80,7 +91,7 @@ func (s *Store) layout(id string, m *rootfsMount) (*rootfsLayout, error) {
 		return nil, fmt.Errorf("storage: rootfs %s: %w", id, classify(err))
 	}
 	home := filepath.Join(s.opts.GraphRoot, s.cs.GraphDriverName())
-	l := &rootfsLayout{layerID: c.LayerID, dir: filepath.Join(home, c.LayerID)}
+	l := &rootfsLayout{dir: filepath.Join(home, c.LayerID)}
 	if v, ok := c.Flags["Volatile"].(bool); ok {
 		l.volatile = v
 	}

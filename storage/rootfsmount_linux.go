@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/containerd/errdefs"
 	cstorage "go.podman.io/storage"
 	"go.podman.io/storage/pkg/unshare"
 	"golang.org/x/sys/unix"
@@ -80,7 +79,7 @@ func (s *Store) mountOverlay(l *rootfsLayout) (bool, error) {
 	if err := os.Mkdir(l.merged(), 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return false, err
 	}
-	if l.volatile && !s.mounts.noVolatile {
+	if l.volatile && !s.mounts.noVolatile.Load() {
 		// A volatile mount leaves this behind, and overlay refuses the
 		// next mount of the layer while it is there.
 		if err := os.RemoveAll(filepath.Join(work, "work", "incompat", "volatile")); err != nil {
@@ -91,7 +90,7 @@ func (s *Store) mountOverlay(l *rootfsLayout) (bool, error) {
 			return err == nil, err
 		}
 		// Kernels before 5.10 know no volatile: the driver leaves it out.
-		s.mounts.volatileOnce.Do(func() { s.mounts.noVolatile = true })
+		s.mounts.noVolatile.Store(true)
 	}
 	if err := unix.Mount("overlay", l.merged(), "overlay", 0, data); err != nil {
 		return false, err
@@ -171,11 +170,5 @@ func (s *Store) RemoveRootfs(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	if err := s.cs.DeleteContainer(id); err != nil {
-		if errors.Is(err, cstorage.ErrContainerUnknown) || errors.Is(err, cstorage.ErrNotAContainer) {
-			return fmt.Errorf("storage: rootfs %s: %w", id, errdefs.ErrNotFound)
-		}
-		return fmt.Errorf("storage: deleting the rootfs of %s: %w", id, err)
-	}
-	return nil
+	return s.deleteRootfs(id)
 }

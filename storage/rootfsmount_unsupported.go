@@ -4,11 +4,7 @@ package storage
 
 import (
 	"context"
-	"errors"
 	"fmt"
-
-	"github.com/containerd/errdefs"
-	cstorage "go.podman.io/storage"
 )
 
 // MountRootfs mounts the rootfs through containers/storage and returns its
@@ -34,11 +30,5 @@ func (s *Store) RemoveRootfs(ctx context.Context, id string) error {
 	if _, err := s.cs.Unmount(id, true); err != nil && !ignorableUnmount(err) {
 		return fmt.Errorf("storage: unmounting the rootfs of %s: %w", id, err)
 	}
-	if err := s.cs.DeleteContainer(id); err != nil {
-		if errors.Is(err, cstorage.ErrContainerUnknown) || errors.Is(err, cstorage.ErrNotAContainer) {
-			return fmt.Errorf("storage: rootfs %s: %w", id, errdefs.ErrNotFound)
-		}
-		return fmt.Errorf("storage: deleting the rootfs of %s: %w", id, err)
-	}
-	return nil
+	return s.deleteRootfs(id)
 }
