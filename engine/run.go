@@ -76,6 +76,13 @@ func (e *Engine) ContainerStart(ctx context.Context, ref string) error {
 		e.runs.mu.Unlock()
 	}()
 
+	endQueue := e.phase("start/queue", c.ID)
+	release, err := e.starts.enter(ctx)
+	endQueue()
+	if err != nil {
+		return err
+	}
+	defer release()
 	endShim := e.phase("start/shim", c.ID)
 	client, err := e.startShim(ctx, c)
 	endShim()
@@ -113,6 +120,7 @@ func (e *Engine) ContainerStart(ctx context.Context, ref string) error {
 	endRun := e.phase("start/run", c.ID)
 	err = client.Start(ctx)
 	endRun()
+	release()
 	if err != nil {
 		client.Kill(context.WithoutCancel(ctx), syscall.SIGKILL)
 		e.detachNetwork(context.WithoutCancel(ctx), c.ID, "")
