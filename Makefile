@@ -4,6 +4,10 @@ TAGS     := exclude_graphdriver_btrfs exclude_graphdriver_zfs containers_image_o
 COMMIT   := $(shell git rev-parse --short HEAD 2>/dev/null)
 LDFLAGS  := -s -w -X github.com/hutch-engine/hutch/version.Commit=$(COMMIT)
 GOFLAGS_BUILD := -trimpath -tags "$(TAGS)" -ldflags "$(LDFLAGS)"
+# hutch-runtime runs twice per container start (as itself, then re-executed
+# as the container's init): linked statically, neither run loads libc
+# through ld.so (docs/architecture.md, "hutch-runtime").
+RUNTIME_FLAGS := -trimpath -tags "$(TAGS) osusergo netgo" -ldflags "$(LDFLAGS) -linkmode external -extldflags -static"
 export CGO_ENABLED := 1
 
 .PHONY: all build test unit integration lint run demo bench clean
@@ -12,7 +16,7 @@ all: build
 
 build:
 	$(GO) build $(GOFLAGS_BUILD) -o bin/hutch ./cmd/hutch
-	$(GO) build $(GOFLAGS_BUILD) -o bin/hutch-runtime ./cmd/hutch-runtime
+	$(GO) build $(RUNTIME_FLAGS) -o bin/hutch-runtime ./cmd/hutch-runtime
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o bin/hutch-shim ./cmd/hutch-shim
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o bin/hutch-ns ./cmd/hutch-ns
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o bin/hutch-init ./cmd/hutch-init

@@ -118,9 +118,11 @@ func setup() error {
 func build(out, name, cgo string) error {
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(file), "..", "..")
-	cmd := exec.Command("go", "build",
-		"-tags", "exclude_graphdriver_btrfs exclude_graphdriver_zfs containers_image_openpgp",
-		"-o", out, "./cmd/"+name)
+	tags, ldflags := "exclude_graphdriver_btrfs exclude_graphdriver_zfs containers_image_openpgp", ""
+	if name == "hutch-runtime" {
+		tags, ldflags = tags+" osusergo netgo", "-linkmode external -extldflags -static"
+	}
+	cmd := exec.Command("go", "build", "-tags", tags, "-ldflags", ldflags, "-o", out, "./cmd/"+name)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED="+cgo)
 	if b, err := cmd.CombinedOutput(); err != nil {

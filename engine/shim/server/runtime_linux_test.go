@@ -1,0 +1,18 @@
+package server
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestOneP(t *testing.T) {
+	in := []string{"PATH=/bin", "GOMAXPROCS=8", "HOME=/root", "GOMAXPROCS=4"}
+	got := oneP(in)
+	want := []string{"PATH=/bin", "HOME=/root", "GOMAXPROCS=1"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("oneP(%q) = %q, want %q", in, got, want)
+	}
+	if in[1] != "GOMAXPROCS=8" {
+		t.Fatalf("oneP changed its input: %q", in)
+	}
+}
