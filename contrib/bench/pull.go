@@ -73,7 +73,8 @@ func benchPull(ctx context.Context, e *env, res *Results) error {
 			return err
 		}
 		res.Pull.Hutch.add(t)
-		out := filepath.Join(dir, fmt.Sprintf("extract-%d", i))
+		// Beside the daemons' data, on the file system hutch extracts to.
+		out := filepath.Join(e.dataDir, fmt.Sprintf("extract-%d", i))
 		// Each run writes ~130 MB: without a sync the next one pays for
 		// writing back this one's dirty pages.
 		unix.Sync()
@@ -90,7 +91,7 @@ func benchPull(ctx context.Context, e *env, res *Results) error {
 	// allocates new ones, so a run after a deletion of 11 500 files is
 	// seconds slower than one after none.
 	for i := range e.cfg.pullRuns {
-		os.RemoveAll(filepath.Join(dir, fmt.Sprintf("extract-%d", i)))
+		os.RemoveAll(filepath.Join(e.dataDir, fmt.Sprintf("extract-%d", i)))
 		removeAsMapped(filepath.Join(e.dataDir, fmt.Sprintf("pull-%d", i)))
 	}
 	return nil
