@@ -61,11 +61,14 @@ type extractor struct {
 	umask   uint32
 	umaskOK bool
 	meta    *metaPipe
-	times   []dirTimes
-	uids    map[uint32]struct{}
-	gids    map[uint32]struct{}
-	result  extractResult
-	skipped []string // xattrs the file system refused
+	// openFiles holds a token per file the metadata pipe has yet to
+	// finish (see file).
+	openFiles chan struct{}
+	times     []dirTimes
+	uids      map[uint32]struct{}
+	gids      map[uint32]struct{}
+	result    extractResult
+	skipped   []string // xattrs the file system refused
 }
 
 // extractLayer extracts the uncompressed tar stream r into the empty
@@ -87,6 +90,7 @@ func extractLayer(r io.Reader, dest string, opts extractOptions, packer storage.
 		opts: opts, root: root, dirs: map[string]dirHandle{},
 		euid: os.Geteuid(), egid: os.Getegid(), rootIDs: [2]int{rootPair.UID, rootPair.GID},
 		uids: map[uint32]struct{}{}, gids: map[uint32]struct{}{},
+		openFiles: make(chan struct{}, maxOpenFiles),
 	}
 	x.umask, x.umaskOK = processUmask()
 	if _, err := unix.Fgetxattr(root, aclDefault, nil); err == nil {
@@ -163,7 +167,7 @@ func (x *extractor) entries(r io.Reader) error {
 			return err
 		}
 		if hdr.Size > 0 && !consumed {
-			if err := x.readContent(tr, -1); err != nil {
+			if err := x.readContent(tr, nil); err != nil {
 				return err
 			}
 		}
@@ -186,19 +190,14 @@ func (x *extractor) entries(r io.Reader) error {
 	}
 }
 
-// readContent reads the current entry's content for the metadata,
-// writing it to fd unless fd < 0.
-func (x *extractor) readContent(content io.Reader, fd int) error {
+// readContent reads the current entry's content for the metadata; the
+// metadata pipe writes it to sink unless sink is nil.
+func (x *extractor) readContent(content io.Reader, sink contentSink) error {
 	for {
 		buf := x.meta.space()
 		n, rerr := content.Read(buf)
 		if n > 0 {
-			x.meta.content(n)
-			if fd >= 0 {
-				if err := writeAll(fd, buf[:n]); err != nil {
-					return &os.PathError{Op: "write", Path: "", Err: err}
-				}
-			}
+			x.meta.content(n, sink)
 		}
 		if rerr == io.EOF {
 			return nil

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -158,6 +159,33 @@ var extractCases = []struct {
 	}, hostPaths: true},
 	{name: "symlink loop", entries: []tarEntry{symlink("l1", "l2"), symlink("l2", "l1"), file("l1/x", "x", 0o644)}},
 	{name: "hardlink dot dot", entries: []tarEntry{file("outside", "o", 0o644), hardlink("h", "../outside")}},
+	// More files than may wait open for the metadata pipe, and links
+	// whose mode and times are not their targets'.
+	{name: "many files", entries: manyFiles(3 * maxOpenFiles)},
+}
+
+// manyFiles is n files in a few directories, of sizes from 0 to 40 KiB,
+// then hard links to some of them with another mode and time.
+func manyFiles(n int) []tarEntry {
+	var es []tarEntry
+	for d := range 4 {
+		es = append(es, dir(fmt.Sprintf("d%d/", d), 0o755))
+	}
+	link := func(i int) tarEntry {
+		return tarEntry{name: fmt.Sprintf("link%d", i), typ: tar.TypeLink, link: fmt.Sprintf("d%d/f%d", i%4, i),
+			mode: 0o640, mtime: time.Date(2010, 6, 6, 0, 0, 0, 0, time.UTC)}
+	}
+	for i := range n {
+		es = append(es, tarEntry{name: fmt.Sprintf("d%d/f%d", i%4, i), typ: tar.TypeReg, mode: int64(0o600 + i%0o100),
+			body: strings.Repeat(string(rune('a'+i%26)), (i*397)%(40<<10)), mtime: time.Date(2020, 1, 1+i%28, 0, 0, 0, 0, time.UTC)})
+		if i%50 == 7 {
+			es = append(es, link(i)) // while its target is surely unfinished
+		}
+	}
+	for i := 0; i < n; i += n / 8 {
+		es = append(es, link(i+1))
+	}
+	return es
 }
 
 // bothExtractions is one archive extracted by the library (the chroot
@@ -344,4 +372,29 @@ func xattrList(p string) string {
 	}
 	slices.Sort(kv)
 	return strings.Join(kv, ",")
+}
+
+// TestExtractLayerCutShort cuts an archive in the middle of a file: the
+// extraction fails, and the files the metadata pipe had yet to finish are
+// closed all the same.
+func TestExtractLayerCutShort(t *testing.T) {
+	data := makeTar(t, manyFiles(2*maxOpenFiles), nil)
+	before := openFDs(t)
+	_, err := extractLayer(bytes.NewReader(data[:len(data)*2/3]), t.TempDir(), extractOptions{ignoreChownErrors: singleUID(t)},
+		tsstorage.NewJSONPacker(io.Discard))
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("extraction of a cut archive = %v, want an unexpected EOF", err)
+	}
+	if after := openFDs(t); after != before {
+		t.Fatalf("%d descriptors open after the failed extraction, %d before", after, before)
+	}
+}
+
+func openFDs(t *testing.T) int {
+	t.Helper()
+	des, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(des)
 }

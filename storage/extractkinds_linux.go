@@ -1,11 +1,12 @@
 package storage
 
 import (
-	"errors"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/vbatts/tar-split/archive/tar"
+	"go.podman.io/storage/pkg/archive"
 	"golang.org/x/sys/unix"
 )
 
@@ -99,34 +100,86 @@ func (x *extractor) chownNewReport(fd int, e *entryCtx) (bool, error) {
 	return true, x.chown(fd, e.key, e.parent, e.uid, e.gid)
 }
 
+// file makes a regular file. Its content and the rest (owner, mode, times)
+// go to the metadata pipe's goroutine, which writes them while the next
+// entries are made; a file with extended attributes is waited for, as
+// setting them touches the extractor's state.
 func (x *extractor) file(e *entryCtx, content io.Reader) error {
+	x.takeOpenSlot()
 	var fd int
 	if err := x.make(e, "open", func() (err error) {
 		fd, err = unix.Openat(e.parent.fd, e.base, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, e.mode()&0o777)
 		return err
 	}); err != nil {
+		<-x.openFiles
 		return err
 	}
-	err := x.fileBody(e, fd, content)
-	if cerr := unix.Close(fd); err == nil && cerr != nil {
-		err = &os.PathError{Op: "close", Path: e.key, Err: cerr}
+	f := &fileSink{x: x, e: *e, fd: fd, chmod: x.needsChmod(e, false)}
+	err := x.readContent(content, f)
+	x.meta.contentDone(f, err == nil)
+	if err == nil && hasXattrs(e.hdr) {
+		x.meta.wait()
 	}
 	return err
 }
 
-func (x *extractor) fileBody(e *entryCtx, fd int, content io.Reader) error {
-	if err := x.readContent(content, fd); err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			pe.Path = e.key
-		}
-		return err
+// takeOpenSlot bounds the files the pipe has yet to finish, each one open.
+func (x *extractor) takeOpenSlot() {
+	select {
+	case x.openFiles <- struct{}{}:
+	default:
+		x.meta.flush() // the pipe may need what is recorded to free one
+		x.openFiles <- struct{}{}
 	}
+}
+
+// maxOpenFiles is how many extracted files may wait, open, for the pipe.
+const maxOpenFiles = 128
+
+// fileSink is a regular file being extracted, written and finished by the
+// metadata pipe's goroutine.
+type fileSink struct {
+	x     *extractor
+	e     entryCtx
+	fd    int
+	chmod bool // the mode the kernel gave at creation is not the entry's
+	ended bool
+}
+
+func (f *fileSink) write(b []byte) error {
+	if err := writeAll(f.fd, b); err != nil {
+		return &os.PathError{Op: "write", Path: f.e.key, Err: err}
+	}
+	return nil
+}
+
+func (f *fileSink) finish() error {
+	err := f.x.finishFile(&f.e, f.fd, f.chmod)
+	f.ended = true
+	if cerr := unix.Close(f.fd); err == nil && cerr != nil {
+		err = &os.PathError{Op: "close", Path: f.e.key, Err: cerr}
+	}
+	<-f.x.openFiles
+	return err
+}
+
+func (f *fileSink) abandon() {
+	if !f.ended {
+		f.ended = true
+		unix.Close(f.fd)
+		<-f.x.openFiles
+	}
+}
+
+// finishFile gives a written file its owner, mode, times and extended
+// attributes, in that order: a change of owner clears set-id bits and
+// file capabilities.
+func (x *extractor) finishFile(e *entryCtx, fd int, chmod bool) error {
 	chowned, err := x.chownNewReport(fd, e)
 	if err != nil {
 		return err
 	}
-	if chowned || x.needsChmod(e, false) {
+	if chowned || chmod {
 		if err := unix.Fchmod(fd, e.mode()); err != nil {
 			return &os.PathError{Op: "chmod", Path: e.key, Err: err}
 		}
@@ -136,6 +189,16 @@ func (x *extractor) fileBody(e *entryCtx, fd int, content io.Reader) error {
 		return &os.PathError{Op: "chtimes", Path: e.key, Err: err}
 	}
 	return x.xattrs(e.hdr, fd, -1, e.key)
+}
+
+// hasXattrs reports whether hdr has attributes for x.xattrs to set.
+func hasXattrs(hdr *tar.Header) bool {
+	for key := range hdr.PAXRecords {
+		if strings.HasPrefix(key, archive.PaxSchilyXattr) {
+			return true
+		}
+	}
+	return false
 }
 
 func writeAll(fd int, b []byte) error {
@@ -214,6 +277,9 @@ func (x *extractor) symlink(e *entryCtx) error {
 // hardlink links to an entry of the layer; its target is resolved in the
 // layer like any name.
 func (x *extractor) hardlink(e *entryCtx) error {
+	// The link's owner, mode and times are its target's: the target's
+	// own, set by the pipe, must not come after them.
+	x.meta.wait()
 	tdir, tbase := splitName(e.hdr.Linkname)
 	tfd, err := openInRoot(x.root, relDir(tdir), unix.O_PATH|unix.O_DIRECTORY)
 	if err != nil {

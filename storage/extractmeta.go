@@ -10,9 +10,15 @@ import (
 
 // metaPipe records a layer's tar-split metadata in a goroutine of its own:
 // the extraction hands it, in batches, the archive's raw headers, the
-// content it wrote and the end of each entry, and the goroutine computes
+// content it read and the end of each entry, and the goroutine computes
 // the content checksums and encodes the entries. The extraction's
 // goroutine, the one pulls wait on, keeps to parsing and system calls.
+//
+// The pipe's goroutine also writes a regular file's content to the file
+// its sink names and finishes the file (owner, mode, times, close): the
+// extraction's goroutine makes the next entries meanwhile. Writing took
+// about half of the system time of an extraction, and this let a pull of
+// 11 500 files keep up with gzip -dc | tar -x (issue 7).
 type metaPipe struct {
 	packer  storage.Packer
 	batches chan *metaBatch
@@ -29,13 +35,29 @@ const (
 	metaSegment metaKind = iota // raw archive bytes (headers, padding)
 	metaContent                 // content of the current entry
 	metaFile                    // end of an entry
+	metaDone                    // the sink of the entry has all its content
+	metaFence                   // everything before is done: close fence
 )
 
 type metaMsg struct {
-	kind metaKind
-	data []byte // in the batch's arena
-	name string
-	size int64
+	kind  metaKind
+	data  []byte // in the batch's arena
+	name  string
+	size  int64
+	sink  contentSink   // metaContent (nil: not written), metaDone
+	ok    bool          // metaDone: finish the sink, else abandon it
+	fence chan struct{} // metaFence
+}
+
+// contentSink is where the pipe's goroutine writes an entry's content.
+type contentSink interface {
+	write(b []byte) error
+	// finish runs after the last write; it ends the sink, also when it
+	// fails.
+	finish() error
+	// abandon ends the sink after an error, the pipe's or the
+	// extraction's, unless it has ended.
+	abandon()
 }
 
 type metaBatch struct {
@@ -63,36 +85,62 @@ func (m *metaPipe) run() {
 	defer close(m.done)
 	crc := crc64.New(storage.CRCTable)
 	for b := range m.batches {
-		if m.err == nil {
-			m.err = m.apply(b, crc)
-			if m.err != nil {
-				m.failed.Store(true)
+		for i, msg := range b.msgs {
+			if m.err == nil {
+				if m.err = m.apply(msg, crc); m.err != nil {
+					m.failed.Store(true)
+				}
+			} else {
+				m.drop(msg)
 			}
+			b.msgs[i] = metaMsg{}
 		}
 		b.msgs, b.arena = b.msgs[:0], b.arena[:0]
 		m.free <- b
 	}
 }
 
-func (m *metaPipe) apply(b *metaBatch, crc hash.Hash64) error {
-	for _, msg := range b.msgs {
-		switch msg.kind {
-		case metaSegment:
-			if _, err := m.packer.AddEntry(storage.Entry{Type: storage.SegmentType, Payload: msg.data}); err != nil {
-				return err
-			}
-		case metaContent:
-			crc.Write(msg.data)
-		case metaFile:
-			e := storage.Entry{Type: storage.FileType, Size: msg.size}
-			if msg.size > 0 {
-				e.Payload = crc.Sum(nil)
-			}
-			crc.Reset()
-			e.SetName(msg.name)
-			if _, err := m.packer.AddEntry(e); err != nil {
-				return err
-			}
+// drop ends what msg holds after an error: sinks are abandoned (a sink
+// that failed was abandoned by apply), fences passed.
+func (m *metaPipe) drop(msg metaMsg) {
+	switch msg.kind {
+	case metaDone:
+		msg.sink.abandon()
+	case metaFence:
+		close(msg.fence)
+	}
+}
+
+// apply records msg. A sink whose write fails stays open until its
+// metaDone is dropped.
+func (m *metaPipe) apply(msg metaMsg, crc hash.Hash64) error {
+	switch msg.kind {
+	case metaSegment:
+		if _, err := m.packer.AddEntry(storage.Entry{Type: storage.SegmentType, Payload: msg.data}); err != nil {
+			return err
+		}
+	case metaContent:
+		crc.Write(msg.data)
+		if msg.sink != nil {
+			return msg.sink.write(msg.data)
+		}
+	case metaDone:
+		if !msg.ok {
+			msg.sink.abandon()
+			return nil
+		}
+		return msg.sink.finish()
+	case metaFence:
+		close(msg.fence)
+	case metaFile:
+		e := storage.Entry{Type: storage.FileType, Size: msg.size}
+		if msg.size > 0 {
+			e.Payload = crc.Sum(nil)
+		}
+		crc.Reset()
+		e.SetName(msg.name)
+		if _, err := m.packer.AddEntry(e); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -119,11 +167,31 @@ func (m *metaPipe) space() []byte {
 }
 
 // content records the first n bytes of the last space() as content of the
-// current entry.
-func (m *metaPipe) content(n int) {
+// current entry, to be written to sink unless it is nil.
+func (m *metaPipe) content(n int, sink contentSink) {
 	a := m.cur.arena
 	m.cur.arena = a[:len(a)+n]
-	m.cur.msgs = append(m.cur.msgs, metaMsg{kind: metaContent, data: a[len(a) : len(a)+n]})
+	m.cur.msgs = append(m.cur.msgs, metaMsg{kind: metaContent, data: a[len(a) : len(a)+n], sink: sink})
+}
+
+// contentDone records that sink has all its content: the pipe's goroutine
+// finishes it, or abandons it when ok is false (or after an error).
+func (m *metaPipe) contentDone(sink contentSink, ok bool) {
+	if len(m.cur.msgs) >= metaMaxMsgs {
+		m.flush()
+	}
+	m.cur.msgs = append(m.cur.msgs, metaMsg{kind: metaDone, sink: sink, ok: ok})
+}
+
+// wait returns once everything recorded so far is done, sinks finished.
+func (m *metaPipe) wait() {
+	fence := make(chan struct{})
+	if len(m.cur.msgs) >= metaMaxMsgs {
+		m.flush()
+	}
+	m.cur.msgs = append(m.cur.msgs, metaMsg{kind: metaFence, fence: fence})
+	m.flush()
+	<-fence
 }
 
 // segment records raw archive bytes (copied) as one entry, as tar-split
@@ -157,8 +225,9 @@ func (m *metaPipe) file(name string, size int64) {
 	m.cur.msgs = append(m.cur.msgs, metaMsg{kind: metaFile, name: name, size: size})
 }
 
-// close waits for everything recorded to be encoded and returns the
-// packer's first error (a name twice in the archive).
+// close waits for everything recorded to be encoded and written, and
+// returns the first error: the packer's (a name twice in the archive) or
+// a sink's (a full disk).
 func (m *metaPipe) close() error {
 	m.flush()
 	close(m.batches)
