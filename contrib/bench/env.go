@@ -33,7 +33,9 @@ type env struct {
 	starts  int // daemons started, to name their logs
 	// daemonNames are the names of the daemons' directories.
 	daemonNames []string
-	ownsWork    bool
+	// extracted are the baseline's trees of the pull, removed at the end.
+	extracted []string
+	ownsWork  bool
 }
 
 func newEnv(ctx context.Context, c config) (*env, error) {
@@ -80,6 +82,9 @@ func (e *env) close() {
 	if e.dataDir != e.dir {
 		for _, n := range e.daemonNames {
 			removeAsMapped(filepath.Join(e.dataDir, n))
+		}
+		for _, d := range e.extracted {
+			removeAsMapped(d)
 		}
 	}
 	if e.ownsWork && !e.cfg.keep {
