@@ -4,7 +4,6 @@
 package engine
 
 import (
-	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -55,9 +54,6 @@ type Options struct {
 	Images ImageStore
 	// Debug makes shims log at debug level.
 	Debug bool
-	// StartConcurrency is how many container starts run at once, the
-	// others waiting in order (0: one per CPU; see startGate).
-	StartConcurrency int
 }
 
 // Engine is the daemon's domain service.
@@ -99,7 +95,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		opts.Logger.Warn("skipped a damaged container record", "dir", le.Dir, "err", le.Err)
 	}
 	e := &Engine{opts: opts, id: id, log: opts.Logger, images: opts.Images, containers: store, runs: newRuns(), host: shim.DetectHost()}
-	e.starts = newStartGate(cmp.Or(opts.StartConcurrency, runtime.NumCPU()), startLease)
+	e.starts = newStartGate(runtime.NumCPU(), startLease)
 	e.rootfs.idle.L = &e.rootfs.mu
 	if err := e.reconcile(ctx); err != nil {
 		return nil, err

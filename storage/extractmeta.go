@@ -100,8 +100,8 @@ func (m *metaPipe) run() {
 	}
 }
 
-// drop ends what msg holds after an error: sinks are abandoned (a sink
-// that failed was abandoned by apply), fences passed.
+// drop ends what msg holds after an error: sinks are abandoned (the one
+// whose write failed too), fences passed.
 func (m *metaPipe) drop(msg metaMsg) {
 	switch msg.kind {
 	case metaDone:
