@@ -15,8 +15,8 @@ import (
 // CPUs, the kernel time-slices all of them, and which start finishes first
 // is luck: 100 containers by 10 clients had a p99 at 1.8 times their
 // median. With one start per CPU let through and the others queued in
-// order, each start runs at nearly its speed alone, and the p99 came down
-// to 1.3 times the median at the same throughput (issue 7).
+// order, starts end about in the order they came, and the p99 came down
+// to 1.2-1.5 times the median at the same throughput (issue 7).
 //
 // A start that waits on something other than the CPU (a hung shim, a
 // slow FUSE mount) gives its slot back after the lease, so it delays the
