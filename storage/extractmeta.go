@@ -177,19 +177,13 @@ func (m *metaPipe) content(n int, sink contentSink) {
 // contentDone records that sink has all its content: the pipe's goroutine
 // finishes it, or abandons it when ok is false (or after an error).
 func (m *metaPipe) contentDone(sink contentSink, ok bool) {
-	if len(m.cur.msgs) >= metaMaxMsgs {
-		m.flush()
-	}
-	m.cur.msgs = append(m.cur.msgs, metaMsg{kind: metaDone, sink: sink, ok: ok})
+	m.push(metaMsg{kind: metaDone, sink: sink, ok: ok})
 }
 
 // wait returns once everything recorded so far is done, sinks finished.
 func (m *metaPipe) wait() {
 	fence := make(chan struct{})
-	if len(m.cur.msgs) >= metaMaxMsgs {
-		m.flush()
-	}
-	m.cur.msgs = append(m.cur.msgs, metaMsg{kind: metaFence, fence: fence})
+	m.push(metaMsg{kind: metaFence, fence: fence})
 	m.flush()
 	<-fence
 }
@@ -219,10 +213,15 @@ func (m *metaPipe) rawSegment(n int) {
 
 // file records the end of an entry.
 func (m *metaPipe) file(name string, size int64) {
+	m.push(metaMsg{kind: metaFile, name: name, size: size})
+}
+
+// push records msg, which holds nothing in the arena.
+func (m *metaPipe) push(msg metaMsg) {
 	if len(m.cur.msgs) >= metaMaxMsgs {
 		m.flush()
 	}
-	m.cur.msgs = append(m.cur.msgs, metaMsg{kind: metaFile, name: name, size: size})
+	m.cur.msgs = append(m.cur.msgs, msg)
 }
 
 // close waits for everything recorded to be encoded and written, and
