@@ -3,7 +3,6 @@ package storage
 import (
 	"bufio"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"hash"
@@ -121,11 +120,8 @@ func (d *streamDiffer) extract(dest string, options *archive.TarOptions, ts *os.
 	if err != nil {
 		return extractResult{}, 0, fmt.Errorf("reading blob %s: %w", d.blob.Digest, err)
 	}
-	uncompressed := newHashedStream(plain, sha256.New())
-	defer uncompressed.Close()
-
 	tsw := bufio.NewWriterSize(ts, 256<<10)
-	res, err := extractLayer(uncompressed, dest, extractOptions{
+	res, err := extractLayer(plain, dest, extractOptions{
 		idMappings:        idMappingsOf(options),
 		ignoreChownErrors: options.IgnoreChownErrors,
 		overlayWhiteouts:  options.WhiteoutFormat == archive.OverlayWhiteoutFormat,
@@ -133,14 +129,16 @@ func (d *streamDiffer) extract(dest string, options *archive.TarOptions, ts *os.
 		inUserNS:          options.InUserNS,
 		log:               d.log,
 	}, storage.NewJSONPacker(tsw))
+	// Closing, once, waits for the decompressor's read-ahead to end and
+	// returns its buffer to a pool.
+	plain.Close()
 	if err != nil {
 		return extractResult{}, 0, err
 	}
 	if err := tsw.Flush(); err != nil {
 		return extractResult{}, 0, err
 	}
-	// The whole blob counts, whatever follows the compressed stream
-	// (the decompressor is closed: its read-ahead is over).
+	// The whole blob counts, whatever follows the compressed stream.
 	if _, err := io.Copy(io.Discard, compressed); err != nil {
 		return extractResult{}, 0, fmt.Errorf("reading blob %s: %w", d.blob.Digest, err)
 	}
@@ -150,11 +148,11 @@ func (d *streamDiffer) extract(dest string, options *archive.TarOptions, ts *os.
 	case digest.NewDigest(d.blob.Digest.Algorithm(), compressed.h) != d.blob.Digest:
 		return extractResult{}, 0, fmt.Errorf("blob %s: content does not match its digest", d.blob.Digest)
 	}
-	if got := digest.NewDigest(digest.SHA256, uncompressed.h); got != d.diffID {
+	if res.diffID != d.diffID {
 		return extractResult{}, 0, fmt.Errorf("layer %s has content %s, the image config says %s: layers from manifest don't match image configuration",
-			d.blob.Digest, got, d.diffID)
+			d.blob.Digest, res.diffID, d.diffID)
 	}
-	return res, uncompressed.n, nil
+	return res, res.size, nil
 }
 
 func idMappingsOf(o *archive.TarOptions) *idtools.IDMappings {
@@ -173,96 +171,6 @@ func (c *countingReader) Read(b []byte) (int, error) {
 	c.n += int64(n)
 	c.h.Write(b[:n])
 	return n, err
-}
-
-// hashedStream reads a stream in a goroutine of its own, hashing and
-// counting it there, and hands it on in chunks: the digest of the
-// uncompressed layer costs the extraction's goroutine nothing. The
-// goroutine owns r and closes it when it ends. Sum and n are valid once
-// Read returned io.EOF.
-type hashedStream struct {
-	chunks chan []byte
-	free   chan []byte
-	quit   chan struct{}
-	buf    []byte // the chunk being read, whole
-	cur    []byte // what is left of it
-	err    error  // set before chunks is closed
-	h      hash.Hash
-	n      int64
-}
-
-const hashedChunk = 256 << 10
-
-func newHashedStream(r io.ReadCloser, h hash.Hash) *hashedStream {
-	s := &hashedStream{chunks: make(chan []byte, 3), free: make(chan []byte, 4), quit: make(chan struct{}), h: h}
-	for range cap(s.free) {
-		s.free <- make([]byte, hashedChunk)
-	}
-	go s.fill(r)
-	return s
-}
-
-func (s *hashedStream) fill(r io.ReadCloser) {
-	err := func() error {
-		for {
-			var buf []byte
-			select {
-			case buf = <-s.free:
-			case <-s.quit:
-				return nil
-			}
-			n, err := io.ReadAtLeast(r, buf[:hashedChunk], hashedChunk)
-			if n > 0 {
-				s.h.Write(buf[:n])
-				s.n += int64(n)
-				select {
-				case s.chunks <- buf[:n]:
-				case <-s.quit:
-					return nil
-				}
-			}
-			if err == io.ErrUnexpectedEOF {
-				err = io.EOF
-			}
-			if err != nil {
-				return err
-			}
-		}
-	}()
-	if cerr := r.Close(); err == io.EOF && cerr != nil {
-		err = cerr
-	}
-	s.err = err
-	close(s.chunks)
-}
-
-func (s *hashedStream) Read(p []byte) (int, error) {
-	if len(s.cur) == 0 {
-		if s.buf != nil {
-			s.free <- s.buf
-			s.buf = nil
-		}
-		b, ok := <-s.chunks
-		if !ok {
-			if s.err == nil {
-				return 0, io.ErrClosedPipe
-			}
-			return 0, s.err
-		}
-		s.buf, s.cur = b[:cap(b)], b
-	}
-	n := copy(p, s.cur)
-	s.cur = s.cur[n:]
-	return n, nil
-}
-
-// Close stops the goroutine; it does not wait for a read under way.
-func (s *hashedStream) Close() {
-	select {
-	case <-s.quit:
-	default:
-		close(s.quit)
-	}
 }
 
 // pruneStaging removes staging directories a killed daemon left behind;

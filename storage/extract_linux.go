@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/opencontainers/go-digest"
 	"github.com/vbatts/tar-split/archive/tar"
 	"github.com/vbatts/tar-split/tar/storage"
 	"go.podman.io/storage/pkg/archive"
@@ -38,10 +39,13 @@ type extractOptions struct {
 	log               *slog.Logger
 }
 
-// extractResult is what the layer record needs besides the digests.
+// extractResult is what the layer record needs besides the compressed
+// digest.
 type extractResult struct {
 	uids, gids []uint32     // owners in the archive (whiteouts left out)
 	rootMode   *os.FileMode // the mode of the archive's root entry, if any
+	diffID     digest.Digest
+	size       int64 // of the stream, every byte read counted
 }
 
 type dirTimes struct {
@@ -73,7 +77,7 @@ type extractor struct {
 
 // extractLayer extracts the uncompressed tar stream r into the empty
 // directory dest and records the stream's tar-split metadata with packer,
-// reading r to its end.
+// reading r to its end, and returns the stream's digest and size.
 func extractLayer(r io.Reader, dest string, opts extractOptions, packer storage.Packer) (extractResult, error) {
 	root, err := unix.Open(dest, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -131,6 +135,8 @@ func (x *extractor) run(r io.Reader, packer storage.Packer) error {
 	if merr := x.meta.close(); merr != nil {
 		return merr // a name twice: what stopped the extraction
 	}
+	x.result.diffID = digest.NewDigest(digest.SHA256, x.meta.digest)
+	x.result.size = x.meta.size
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opencontainers/go-digest"
 	"github.com/vbatts/tar-split/tar/asm"
 	tsstorage "github.com/vbatts/tar-split/tar/storage"
 	"go.podman.io/storage/pkg/archive"
@@ -196,12 +197,13 @@ type bothExtractions struct {
 	libMeta, ourMeta     bytes.Buffer
 	libErr, ourErr       error
 	res                  extractResult
+	data                 []byte // the stream
 }
 
 func extractBoth(t testing.TB, data []byte) *bothExtractions {
 	t.Helper()
 	single := singleUID(t)
-	b := &bothExtractions{base: t.TempDir()}
+	b := &bothExtractions{base: t.TempDir(), data: data}
 	b.libDir, b.ourDir = filepath.Join(b.base, "lib", "layer"), filepath.Join(b.base, "ours", "layer")
 	for _, d := range []string{b.libDir, b.ourDir} {
 		if err := os.MkdirAll(d, 0o555); err != nil {
@@ -246,6 +248,9 @@ func (b *bothExtractions) compare(t testing.TB, since time.Time) bool {
 	}
 	if b.libErr != nil {
 		return false
+	}
+	if want := digest.FromBytes(b.data); b.res.diffID != want || b.res.size != int64(len(b.data)) {
+		t.Errorf("stream digest %s and size %d, want %s and %d", b.res.diffID, b.res.size, want, len(b.data))
 	}
 	if !bytes.Equal(b.libMeta.Bytes(), b.ourMeta.Bytes()) {
 		t.Errorf("tar-split metadata differs:\nlibrary %s\nours    %s", b.libMeta.Bytes(), b.ourMeta.Bytes())
