@@ -129,12 +129,14 @@ func (d *streamDiffer) extract(dest string, options *archive.TarOptions, ts *os.
 		inUserNS:          options.InUserNS,
 		log:               d.log,
 	}, storage.NewJSONPacker(tsw))
-	// Closing, once, waits for the decompressor's read-ahead to end and
-	// returns its buffer to a pool.
-	plain.Close()
+	// Closing (once: it returns a buffer to a pool) waits for the
+	// decompressor's read-ahead to end. After a failed extraction that
+	// read may be waiting on the registry until stageLayer cancels it.
 	if err != nil {
+		go plain.Close()
 		return extractResult{}, 0, err
 	}
+	plain.Close()
 	if err := tsw.Flush(); err != nil {
 		return extractResult{}, 0, err
 	}

@@ -1,20 +1,24 @@
 package storage
 
 import (
+	"archive/tar"
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/hutch-engine/hutch/storage/testimage"
 	"github.com/opencontainers/go-digest"
+	"go.podman.io/image/v5/types"
 	cstorage "go.podman.io/storage"
 	"go.podman.io/storage/pkg/archive"
 )
@@ -173,5 +177,68 @@ func TestOpenPrunesStaging(t *testing.T) {
 	defer s.Close()
 	if _, err := os.Stat(filepath.Dir(filepath.Dir(left))); !os.IsNotExist(err) {
 		t.Errorf("staging directory after Open: %v", err)
+	}
+}
+
+// stallingReader serves data, then blocks until release is closed, as a
+// registry that stops sending does.
+type stallingReader struct {
+	data    []byte
+	release chan struct{}
+}
+
+func (r *stallingReader) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		<-r.release
+		return 0, io.ErrUnexpectedEOF
+	}
+	n := copy(p, r.data)
+	r.data = r.data[n:]
+	return n, nil
+}
+
+// TestStreamFailsWhileRegistryStalls: an extraction that fails on a bad
+// entry returns its error while the decompressor still waits on the
+// registry (stageLayer then cancels the request), instead of waiting for
+// the registry to send again.
+func TestStreamFailsWhileRegistryStalls(t *testing.T) {
+	var raw bytes.Buffer
+	tw := tar.NewWriter(&raw)
+	tw.WriteHeader(&tar.Header{Name: "a", Mode: 0o644, Size: 2, Typeflag: tar.TypeReg})
+	tw.Write([]byte("hi"))
+	tw.Flush()
+	raw.Write(bytes.Repeat([]byte{0xee}, 512)) // not a header
+	noise := make([]byte, 4<<20)
+	rand.Read(noise)
+	raw.Write(noise)
+	var blob bytes.Buffer
+	zw := gzip.NewWriter(&blob)
+	zw.Write(raw.Bytes())
+	zw.Close()
+
+	release := make(chan struct{})
+	defer close(release)
+	d := &streamDiffer{
+		blob:   types.BlobInfo{Digest: digest.FromBytes(blob.Bytes()), Size: int64(blob.Len())},
+		diffID: digest.FromBytes(raw.Bytes()),
+		body:   &stallingReader{data: blob.Bytes()[:blob.Len()/2], release: release},
+	}
+	ts, err := os.CreateTemp(t.TempDir(), "tar-split-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ts.Close()
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := d.extract(t.TempDir(), &archive.TarOptions{IgnoreChownErrors: singleUID(t)}, ts)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "header") {
+			t.Fatalf("extract = %v, want an invalid header", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the extraction did not return while the registry stalled")
 	}
 }
