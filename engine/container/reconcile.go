@@ -87,10 +87,7 @@ func (s *Store) reconcileOne(ctx context.Context, id string, probe ProbeFunc, re
 		if !rec.State.Running() && !rec.State.Removing {
 			return nil
 		}
-		c, err := decode(e.data)
-		if err != nil {
-			return err
-		}
+		c := deepCopy(rec)
 		alive := false
 		if c.State.Running() {
 			var exit *ExitInfo

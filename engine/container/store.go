@@ -69,8 +69,7 @@ type Store struct {
 // consistent pair.
 type entry struct {
 	lock    chan struct{} // per-container lock; a channel so that waiting honours ctx
-	rec     *Container    // committed record; nil while Create writes it
-	data    []byte        // rec as stored on disk
+	rec     *Container    // committed record, as stored on disk; nil while Create writes it
 	deleted bool
 	waiters []*waiter
 }
@@ -172,12 +171,15 @@ func (s *Store) load() error {
 			c.Name = "/" + c.ID
 			renamed = append(renamed, c)
 		}
-		data, _ := json.Marshal(c)
-		s.byID[c.ID] = &entry{lock: make(chan struct{}, 1), rec: c, data: data}
+		s.byID[c.ID] = &entry{lock: make(chan struct{}, 1), rec: c}
 		s.names[c.Name] = c.ID
 	}
 	for _, c := range renamed {
-		if err := atomicfile.Write(s.recordPath(c.ID), s.byID[c.ID].data, 0o600, durable); err != nil {
+		data, err := json.Marshal(c)
+		if err == nil {
+			err = atomicfile.Write(s.recordPath(c.ID), data, 0o600, durable)
+		}
+		if err != nil {
 			s.log.Error("container records: saving renamed record", "id", c.ID, "err", err)
 		}
 	}
@@ -285,7 +287,7 @@ func (s *Store) Create(ctx context.Context, c *Container) error {
 	}
 	rec, _ := decode(data)
 	s.mu.Lock()
-	e.rec, e.data = rec, data
+	e.rec = rec
 	s.mu.Unlock()
 	return nil
 }

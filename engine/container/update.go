@@ -51,7 +51,7 @@ func (s *Store) commit(e *entry, c *Container, ended bool) error {
 		return err
 	}
 	s.mu.Lock()
-	e.rec, e.data = rec, data
+	e.rec = rec
 	if ended {
 		s.wakeLocked(e, false)
 	}

@@ -80,11 +80,7 @@ func (m *Manager) Disconnect(ctx context.Context, c *container.Container, ref st
 		if err := m.drv.Unplug(ctx, ep); err != nil {
 			return "", fmt.Errorf("disconnecting from network %s: %w", n.Name, err)
 		}
-		n.pool.release(ep.IP)
-		delete(n.eps, c.ID)
-		if sb := m.sandboxes[c.ID]; sb != nil {
-			sb.order = slices.DeleteFunc(sb.order, func(id string) bool { return id == n.ID })
-		}
+		forgetEndpointLocked(m.sandboxes[c.ID], n, c.ID)
 	}
 	return n.Name, nil
 }

@@ -353,13 +353,21 @@ func (m *Manager) plugLocked(ctx context.Context, sb *sandbox, n *netState, c *c
 		return nil, err
 	}
 	if err := m.drv.Plug(ctx, sb.path, n.Network, ep, gateway); err != nil {
-		n.pool.release(ep.IP)
-		delete(n.eps, c.ID)
-		sb.order = sb.order[:len(sb.order)-1]
+		forgetEndpointLocked(sb, n, c.ID)
 		sb.nextIf--
 		return nil, fmt.Errorf("connecting to network %s: %w", n.Name, err)
 	}
 	return ep, nil
+}
+
+// forgetEndpointLocked drops container id's endpoint on n: its address,
+// and n from the order of sb (nil when the container has no sandbox).
+func forgetEndpointLocked(sb *sandbox, n *netState, id string) {
+	n.pool.release(n.eps[id].IP)
+	delete(n.eps, id)
+	if sb != nil {
+		sb.order = slices.DeleteFunc(sb.order, func(nid string) bool { return nid == n.ID })
+	}
 }
 
 // reserveLocked sets n up if need be and gives the container its endpoint
