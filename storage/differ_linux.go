@@ -116,7 +116,7 @@ func (d *streamDiffer) extract(dest string, options *archive.TarOptions, ts *os.
 		return extractResult{}, 0, err
 	}
 	compressed := &countingReader{r: d.body, h: d.blob.Digest.Algorithm().Hash()}
-	plain, err := archive.DecompressStream(compressed)
+	plain, err := decompressLayer(compressed)
 	if err != nil {
 		return extractResult{}, 0, fmt.Errorf("reading blob %s: %w", d.blob.Digest, err)
 	}

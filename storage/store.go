@@ -107,6 +107,11 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		authEmpty: filepath.Join(opts.RunRoot, "no-auth.json"),
 	}
 	s.pulls.init()
+	if p := igzipPath(); p != "" {
+		log.Debug("storage: gzip layers decompress with igzip", "path", p)
+	} else {
+		log.Debug("storage: igzip not found or turned off (HUTCH_IGZIP=0): gzip layers decompress in Go")
+	}
 	// Temporary blobs of pulls interrupted by a crash are garbage.
 	if err := os.RemoveAll(s.tmpDir); err != nil {
 		log.Warn("storage: cannot clean temporary directory", "dir", s.tmpDir, "err", err)
