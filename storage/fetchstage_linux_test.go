@@ -181,14 +181,20 @@ func TestOpenPrunesStaging(t *testing.T) {
 }
 
 // stallingReader serves data, then blocks until release is closed, as a
-// registry that stops sending does.
+// registry that stops sending does. It closes blocked, if set, when it
+// starts to block.
 type stallingReader struct {
 	data    []byte
 	release chan struct{}
+	blocked chan struct{}
 }
 
 func (r *stallingReader) Read(p []byte) (int, error) {
 	if len(r.data) == 0 {
+		if r.blocked != nil {
+			close(r.blocked)
+			r.blocked = nil
+		}
 		<-r.release
 		return 0, io.ErrUnexpectedEOF
 	}

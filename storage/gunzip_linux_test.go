@@ -158,37 +158,20 @@ func TestGunzipReportsBrokenStreams(t *testing.T) {
 	}
 }
 
-// blockingInput returns its bytes, then tells that it blocks and blocks
-// until released, as a registry that stops sending.
-type blockingInput struct {
-	data             []byte
-	blocked, release chan struct{}
-}
-
-func (r *blockingInput) Read(p []byte) (int, error) {
-	if len(r.data) == 0 {
-		close(r.blocked)
-		<-r.release
-		return 0, io.ErrUnexpectedEOF
-	}
-	n := copy(p, r.data)
-	r.data = r.data[n:]
-	return n, nil
-}
-
 // TestGunzipCloseEndsTheProcess: Close kills igzip at once, and returns
 // when the copy of the input ends, at its next read (stageLayer cancels
 // the request to end it).
 func TestGunzipCloseEndsTheProcess(t *testing.T) {
 	needIgzip(t)
 	blob := gz(t, noisy(4<<20, 5))
-	in := &blockingInput{data: blob[:len(blob)/2], blocked: make(chan struct{}), release: make(chan struct{})}
+	blocked := make(chan struct{})
+	in := &stallingReader{data: blob[:len(blob)/2], blocked: blocked, release: make(chan struct{})}
 	rc, err := decompressLayer(in)
 	if err != nil {
 		t.Fatal(err)
 	}
 	g := rc.(*gunzipProcess)
-	<-in.blocked // igzip has all the input and waits for more
+	<-blocked // igzip has all the input and waits for more
 	closed := make(chan error, 1)
 	go func() { closed <- rc.Close() }()
 	deadline := time.Now().Add(10 * time.Second)
