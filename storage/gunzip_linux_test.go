@@ -9,8 +9,11 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // needIgzip fails the test when igzip is missing: the engine would fall
@@ -79,8 +82,12 @@ func TestGunzipMatchesGo(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, ok := rc.(*gunzipProcess); !ok {
+			g, ok := rc.(*gunzipProcess)
+			if !ok {
 				t.Fatalf("gzip went to %T, not igzip", rc)
+			}
+			if n := pipeCapacity(t, g.out); n != pipeSize {
+				t.Errorf("igzip's output pipe holds %d bytes, want %d", n, pipeSize)
 			}
 			rc.Close()
 			got, err := decompressAll(t, blob)
@@ -200,4 +207,18 @@ func exited(g *gunzipProcess) bool {
 	}
 	i := bytes.LastIndexByte(b, ')')
 	return i < 0 || len(b) < i+3 || b[i+2] == 'Z'
+}
+
+func pipeCapacity(t *testing.T, f any) int {
+	t.Helper()
+	rc, err := f.(syscall.Conn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := -1
+	rc.Control(func(fd uintptr) { n, err = unix.FcntlInt(fd, unix.F_GETPIPE_SZ, 0) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
