@@ -129,9 +129,10 @@ func (d *streamDiffer) extract(dest string, options *archive.TarOptions, ts *os.
 		inUserNS:          options.InUserNS,
 		log:               d.log,
 	}, storage.NewJSONPacker(tsw))
-	// Closing (once: it returns a buffer to a pool) waits for the
-	// decompressor's read-ahead to end. After a failed extraction that
-	// read may be waiting on the registry until stageLayer cancels it.
+	// Closing (once: pgzip returns a buffer to a pool) waits for the
+	// decompressor's read of the blob to end (pgzip's read-ahead, the copy
+	// into igzip). After a failed extraction that read may be waiting on
+	// the registry until stageLayer cancels it.
 	if err != nil {
 		go plain.Close()
 		return extractResult{}, 0, err

@@ -43,10 +43,19 @@ var gzipMagic = []byte{0x1f, 0x8b, 0x08}
 // from r. Closing it before its end stops the decompression, and returns
 // when a read of r under way does.
 func decompressLayer(r io.Reader) (io.ReadCloser, error) {
+	return decompressWith(igzipPath(), r)
+}
+
+// decompressWith hands a gzip stream to the igzip at path, if not "".
+func decompressWith(path string, r io.Reader) (io.ReadCloser, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	head, _ := br.Peek(len(gzipMagic)) // a short or failing stream is DecompressStream's to report
-	if p := igzipPath(); p != "" && bytes.Equal(head, gzipMagic) {
-		return startGunzip(p, br)
+	if path != "" && bytes.Equal(head, gzipMagic) {
+		if g, err := startGunzip(path, br); err == nil {
+			return g, nil
+		}
+		// igzip went away since the engine looked for it: nothing of
+		// the stream was read, Go decompresses it.
 	}
 	return archive.DecompressStream(br)
 }

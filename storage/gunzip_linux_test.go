@@ -135,6 +135,25 @@ func TestGunzipLeavesOtherStreamsToGo(t *testing.T) {
 	}
 }
 
+func TestGunzipFallsBackToGo(t *testing.T) {
+	want := noisy(200<<10, 7)
+	rc, err := decompressWith("/nonexistent/igzip", readerOnly{bytes.NewReader(gz(t, want))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	if _, ok := rc.(*gunzipProcess); ok {
+		t.Fatal("a missing igzip was used")
+	}
+	got, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("got %d bytes, want the %d compressed", len(got), len(want))
+	}
+}
+
 func TestGunzipReportsBrokenStreams(t *testing.T) {
 	needIgzip(t)
 	good := gz(t, noisy(1<<20, 4))
