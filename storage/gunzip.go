@@ -67,6 +67,8 @@ type gunzipProcess struct {
 	buf    *bufio.Reader // of out, through readPipe
 	stderr *tailBuffer
 	copied chan error // the copy of the input into the process's stdin
+	// bigPipes: the process holds a slot of bigPipes (its pipes grew).
+	bigPipes bool
 
 	kill    sync.Once
 	waited  sync.Once
@@ -81,6 +83,13 @@ type gunzipProcess struct {
 // may ask (fs.pipe-max-size); where the kernel refuses, the pipes stay as
 // they are.
 const pipeSize = 1 << 20
+
+// bigPipes bounds the igzip processes with grown pipes at once (3 per
+// pull). The kernel counts pipe buffers per user: past
+// fs.pipe-user-pages-soft (64 MiB by default) every new pipe of the user,
+// containers' included, gets two pages. 8 processes hold 16 MiB; the
+// others keep the default pipes, and are only slower.
+var bigPipes = make(chan struct{}, 8)
 
 func startGunzip(path string, in io.Reader) (*gunzipProcess, error) {
 	g := &gunzipProcess{cmd: exec.Command(path, "-d", "-c"), stderr: &tailBuffer{max: 4096}, copied: make(chan error, 1)}
@@ -98,12 +107,18 @@ func startGunzip(path string, in io.Reader) (*gunzipProcess, error) {
 	}
 	g.out = out
 	g.buf = bufio.NewReaderSize(readPipe{g}, 256<<10)
-	growPipe(inW)
-	growPipe(out)
+	select {
+	case bigPipes <- struct{}{}:
+		g.bigPipes = true
+		growPipe(inW)
+		growPipe(out)
+	default:
+	}
 	err = g.cmd.Start()
 	inR.Close()
 	if err != nil {
 		inW.Close()
+		g.releasePipes()
 		return nil, fmt.Errorf("starting %s: %w", path, err)
 	}
 	go func() {
@@ -152,6 +167,7 @@ func (g *gunzipProcess) wait() error {
 	g.waited.Do(func() {
 		err := g.cmd.Wait()
 		cerr := <-g.copied
+		g.releasePipes() // closed by now
 		g.killed = isKilled(err)
 		msg := strings.TrimSpace(g.stderr.String())
 		msg = strings.ReplaceAll(strings.TrimPrefix(msg, "igzip: "), " (null)", "") // it names stdin (null)
@@ -171,6 +187,13 @@ func (g *gunzipProcess) wait() error {
 		g.waitErr = err
 	})
 	return g.waitErr
+}
+
+func (g *gunzipProcess) releasePipes() {
+	if g.bigPipes {
+		g.bigPipes = false
+		<-bigPipes
+	}
 }
 
 func isKilled(err error) bool {

@@ -135,6 +135,46 @@ func TestGunzipLeavesOtherStreamsToGo(t *testing.T) {
 	}
 }
 
+// TestGunzipBoundsBigPipes: past cap(bigPipes) processes, igzip gets the
+// kernel's default pipes and still decompresses; a process that ended
+// gives its slot back.
+func TestGunzipBoundsBigPipes(t *testing.T) {
+	needIgzip(t)
+	want := noisy(300<<10, 8)
+	blob := gz(t, want)
+	start := func() *gunzipProcess {
+		t.Helper()
+		rc, err := decompressLayer(readerOnly{bytes.NewReader(blob)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rc.(*gunzipProcess)
+	}
+	var held []*gunzipProcess
+	for range cap(bigPipes) {
+		held = append(held, start())
+	}
+	g := start()
+	if n := pipeCapacity(t, g.out); n >= pipeSize {
+		t.Errorf("with every slot taken, igzip's pipe holds %d bytes", n)
+	}
+	got, err := io.ReadAll(g)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("with default pipes: %d bytes, %v", len(got), err)
+	}
+	g.Close()
+	for _, h := range held {
+		if err := h.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g = start()
+	defer g.Close()
+	if n := pipeCapacity(t, g.out); n != pipeSize {
+		t.Errorf("after the others ended, igzip's pipe holds %d bytes, want %d", n, pipeSize)
+	}
+}
+
 func TestGunzipFallsBackToGo(t *testing.T) {
 	want := noisy(200<<10, 7)
 	rc, err := decompressWith("/nonexistent/igzip", readerOnly{bytes.NewReader(gz(t, want))})
