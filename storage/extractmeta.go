@@ -107,13 +107,12 @@ func (m *metaPipe) sum() {
 		for i := range b.msgs {
 			msg := &b.msgs[i]
 			switch msg.kind {
-			case metaSegment:
+			case metaSegment, metaContent:
 				m.digest.Write(msg.data)
 				m.size += int64(len(msg.data))
-			case metaContent:
-				m.digest.Write(msg.data)
-				m.size += int64(len(msg.data))
-				crc.Write(msg.data)
+				if msg.kind == metaContent {
+					crc.Write(msg.data)
+				}
 			case metaFile:
 				if msg.size > 0 {
 					msg.crc = crc.Sum(nil)
