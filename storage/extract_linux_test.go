@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -163,6 +164,32 @@ var extractCases = []struct {
 	// More files than may wait open for the metadata pipe, and links
 	// whose mode and times are not their targets'.
 	{name: "many files", entries: manyFiles(3 * maxOpenFiles)},
+	// Names the metadata pipe may not have created yet when the parser
+	// meets them again (extractcreate_linux.go).
+	{name: "file as a parent", entries: []tarEntry{file("p", "1", 0o644), file("p/q", "2", 0o644)}},
+	{name: "file as a parent through a symlink", entries: []tarEntry{
+		file("p", "1", 0o644), symlink("l", "p"), file("l/q", "2", 0o644),
+	}},
+	{name: "whiteout of a file of the layer", entries: []tarEntry{file("w", "x", 0o644), file(".wh.w", "", 0o644)}},
+	{name: "whiteout under a file", entries: []tarEntry{file("p", "x", 0o644), file("p/.wh.q", "", 0o644)}},
+	{name: "file replaced at once", entries: []tarEntry{
+		file("d/f", "1", 0o644), symlink("/d/f", "x"), dir("e/", 0o755), file("e/g", "g", 0o600), dir("/e/g/", 0o700),
+	}, hostPaths: true},
+	{name: "more directories than are kept open", entries: manyDirs(maxCachedDirs + maxCachedDirs/2), hostPaths: true},
+}
+
+// manyDirs is n directories with a file each, then more files in the
+// first of them, which are no longer in the extraction's cache, one of
+// them replacing a file made before.
+func manyDirs(n int) []tarEntry {
+	var es []tarEntry
+	for i := range n {
+		es = append(es, dir(fmt.Sprintf("d%d/", i), 0o750), file(fmt.Sprintf("d%d/f", i), "file "+strconv.Itoa(i), 0o640))
+	}
+	for i := range 8 {
+		es = append(es, file(fmt.Sprintf("d%d/g", i), "again", 0o600))
+	}
+	return append(es, symlink("/d1/f", "g"))
 }
 
 // manyFiles is n files in a few directories, of sizes from 0 to 40 KiB,
@@ -382,16 +409,86 @@ func xattrList(p string) string {
 // TestExtractLayerCutShort cuts an archive in the middle of a file: the
 // extraction fails, and the files the metadata pipe had yet to finish are
 // closed all the same.
+// The directories the extraction had open are closed too, those it had
+// dropped from its cache and left to the pipe to close included.
 func TestExtractLayerCutShort(t *testing.T) {
-	data := makeTar(t, manyFiles(2*maxOpenFiles), nil)
-	before := openFDs(t)
-	_, err := extractLayer(bytes.NewReader(data[:len(data)*2/3]), t.TempDir(), extractOptions{ignoreChownErrors: singleUID(t)},
-		tsstorage.NewJSONPacker(io.Discard))
-	if !errors.Is(err, io.ErrUnexpectedEOF) {
-		t.Fatalf("extraction of a cut archive = %v, want an unexpected EOF", err)
+	for name, entries := range map[string][]tarEntry{
+		"files": manyFiles(2 * maxOpenFiles), "directories": manyDirs(2 * maxCachedDirs),
+	} {
+		t.Run(name, func(t *testing.T) {
+			data := makeTar(t, entries, nil)
+			before := openFDs(t)
+			_, err := extractLayer(bytes.NewReader(cutInContent(t, data)), t.TempDir(), extractOptions{ignoreChownErrors: singleUID(t)},
+				tsstorage.NewJSONPacker(io.Discard))
+			if !errors.Is(err, io.ErrUnexpectedEOF) {
+				t.Fatalf("extraction of a cut archive = %v, want an unexpected EOF", err)
+			}
+			if after := openFDs(t); after != before {
+				t.Fatalf("%d descriptors open after the failed extraction, %d before", after, before)
+			}
+		})
 	}
-	if after := openFDs(t); after != before {
-		t.Fatalf("%d descriptors open after the failed extraction, %d before", after, before)
+}
+
+// TestExtractLayerCreatesInThePipe: in an empty directory the metadata
+// pipe's goroutine creates the regular files; in one that is not empty
+// (where a name may exist before the extraction made it) the parser does,
+// and an existing file is replaced.
+func TestExtractLayerCreatesInThePipe(t *testing.T) {
+	entries := append(manyFiles(2*maxOpenFiles), file("a", "new", 0o644))
+	regular := 0
+	for _, e := range entries {
+		if e.typ == tar.TypeReg {
+			regular++
+		}
+	}
+	data := makeTar(t, entries, nil)
+	opts := extractOptions{ignoreChownErrors: singleUID(t)}
+	empty := t.TempDir()
+	res, err := extractLayer(bytes.NewReader(data), empty, opts, tsstorage.NewJSONPacker(io.Discard))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.pipeCreated != regular {
+		t.Errorf("in an empty directory the pipe created %d of %d files", res.pipeCreated, regular)
+	}
+	full := t.TempDir()
+	for name, content := range map[string]string{"a": "old", "keep": "k"} {
+		if err := os.WriteFile(filepath.Join(full, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if res, err = extractLayer(bytes.NewReader(data), full, opts, tsstorage.NewJSONPacker(io.Discard)); err != nil {
+		t.Fatal(err)
+	}
+	if res.pipeCreated != 0 {
+		t.Errorf("in a directory that was not empty the pipe created %d files", res.pipeCreated)
+	}
+	for name, want := range map[string]string{"a": "new", "keep": "k"} {
+		if got, err := os.ReadFile(filepath.Join(full, name)); err != nil || string(got) != want {
+			t.Errorf("%s = %q (%v), want %q", name, got, err, want)
+		}
+	}
+	if lib, ours := snapshot(t, filepath.Join(empty, "d1"), time.Now()), snapshot(t, filepath.Join(full, "d1"), time.Now()); !slices.Equal(lib, ours) {
+		t.Errorf("the two extractions differ:\n%s\n%s", strings.Join(lib, "\n"), strings.Join(ours, "\n"))
+	}
+}
+
+// cutInContent cuts the archive data in the content of the first file
+// that ends past two thirds of it.
+func cutInContent(t *testing.T, data []byte) []byte {
+	t.Helper()
+	r := bytes.NewReader(data)
+	tr := tar.NewReader(r)
+	for {
+		hdr, err := tr.Next()
+		if err != nil {
+			t.Fatalf("no file content past two thirds of the archive: %v", err)
+		}
+		// The reader is at the start of the content.
+		if start := len(data) - r.Len(); hdr.Size > 1 && int(hdr.Size)+start > len(data)*2/3 {
+			return data[:start+int(hdr.Size)/2]
+		}
 	}
 }
 

@@ -84,7 +84,7 @@ func (x *extractor) dirMeta(e *entryCtx, fd int, merge bool) (dirHandle, error) 
 	if err := unix.Fstat(fd, &st); err != nil {
 		return dirHandle{}, err
 	}
-	return dirHandle{fd: fd, setgid: st.Mode&unix.S_ISGID != 0, gid: st.Gid}, nil
+	return newDirHandle(fd, &st), nil
 }
 
 // chownNewReport is chownNew for e's new entry open as fd, reporting
@@ -103,24 +103,34 @@ func (x *extractor) chownNewReport(fd int, e *entryCtx) (bool, error) {
 // file makes a regular file. Its content and the rest (owner, mode, times)
 // go to the metadata pipe's goroutine, which writes them while the next
 // entries are made; a file with extended attributes is waited for, as
-// setting them touches the extractor's state.
-func (x *extractor) file(e *entryCtx, content io.Reader) error {
+// setting them touches the extractor's state. A new name (create) is
+// created by the pipe's goroutine too (extractcreate_linux.go).
+func (x *extractor) file(e *entryCtx, content io.Reader, create bool) error {
 	x.takeOpenSlot()
-	var fd int
-	if err := x.make(e, "open", func() (err error) {
-		fd, err = unix.Openat(e.parent.fd, e.base, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, e.mode()&0o777)
-		return err
-	}); err != nil {
-		<-x.openFiles
-		return err
+	fd := -1
+	if !create {
+		if err := x.make(e, "open", func() (err error) {
+			fd, err = createFile(e)
+			return err
+		}); err != nil {
+			<-x.openFiles
+			return err
+		}
 	}
 	f := &fileSink{x: x, e: *e, fd: fd, chmod: x.needsChmod(e, false)}
+	x.handed++
 	err := x.readContent(content, f)
 	x.meta.contentDone(f, err == nil)
 	if err == nil && hasXattrs(e.hdr) {
-		x.meta.wait()
+		x.settle()
 	}
 	return err
+}
+
+// createFile creates e's regular file, which must not exist, open for
+// writing.
+func createFile(e *entryCtx) (int, error) {
+	return unix.Openat(e.parent.fd, e.base, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, e.mode()&0o777)
 }
 
 // takeOpenSlot bounds the files the pipe has yet to finish, each one open.
@@ -137,7 +147,7 @@ func (x *extractor) takeOpenSlot() {
 const maxOpenFiles = 128
 
 // fileSink is a regular file being extracted, written and finished by the
-// metadata pipe's goroutine.
+// metadata pipe's goroutine, which also creates it when fd < 0.
 type fileSink struct {
 	x     *extractor
 	e     entryCtx
@@ -146,7 +156,24 @@ type fileSink struct {
 	ended bool
 }
 
+// open creates the file unless it is open.
+func (f *fileSink) open() error {
+	if f.fd >= 0 {
+		return nil
+	}
+	fd, err := createFile(&f.e)
+	if err != nil {
+		return &os.PathError{Op: "open", Path: f.e.key, Err: err}
+	}
+	f.fd = fd
+	f.x.created++
+	return nil
+}
+
 func (f *fileSink) write(b []byte) error {
+	if err := f.open(); err != nil {
+		return err
+	}
 	if err := writeAll(f.fd, b); err != nil {
 		return &os.PathError{Op: "write", Path: f.e.key, Err: err}
 	}
@@ -154,10 +181,15 @@ func (f *fileSink) write(b []byte) error {
 }
 
 func (f *fileSink) finish() error {
-	err := f.x.finishFile(&f.e, f.fd, f.chmod)
+	err := f.open()
+	if err == nil {
+		err = f.x.finishFile(&f.e, f.fd, f.chmod)
+	}
 	f.ended = true
-	if cerr := unix.Close(f.fd); err == nil && cerr != nil {
-		err = &os.PathError{Op: "close", Path: f.e.key, Err: cerr}
+	if f.fd >= 0 {
+		if cerr := unix.Close(f.fd); err == nil && cerr != nil {
+			err = &os.PathError{Op: "close", Path: f.e.key, Err: cerr}
+		}
 	}
 	<-f.x.openFiles
 	return err
@@ -166,7 +198,9 @@ func (f *fileSink) finish() error {
 func (f *fileSink) abandon() {
 	if !f.ended {
 		f.ended = true
-		unix.Close(f.fd)
+		if f.fd >= 0 {
+			unix.Close(f.fd)
+		}
 		<-f.x.openFiles
 	}
 }
@@ -279,7 +313,7 @@ func (x *extractor) symlink(e *entryCtx) error {
 func (x *extractor) hardlink(e *entryCtx) error {
 	// The link's owner, mode and times are its target's: the target's
 	// own, set by the pipe, must not come after them.
-	x.meta.wait()
+	x.settle()
 	tdir, tbase := splitName(e.hdr.Linkname)
 	tfd, err := openInRoot(x.root, relDir(tdir), unix.O_PATH|unix.O_DIRECTORY)
 	if err != nil {
