@@ -46,9 +46,6 @@ type extractResult struct {
 	rootMode   *os.FileMode // the mode of the archive's root entry, if any
 	diffID     digest.Digest
 	size       int64 // of the stream, every byte read counted
-	// pipeCreated counts the regular files the metadata pipe's goroutine
-	// created (extractcreate_linux.go); the parser created the others.
-	pipeCreated int
 }
 
 type dirTimes struct {
@@ -71,17 +68,11 @@ type extractor struct {
 	// openFiles holds a token per file the metadata pipe has yet to
 	// finish (see file).
 	openFiles chan struct{}
-	// handOff: the metadata pipe creates regular files, not the parser
-	// (creation.go). made holds every name the extraction made.
-	handOff bool
-	made    map[entryName]struct{}
-	handed  int // files given to the pipe since it last caught up
-	created int // files the pipe created, counted by its goroutine
-	times   []dirTimes
-	uids    map[uint32]struct{}
-	gids    map[uint32]struct{}
-	result  extractResult
-	skipped []string // xattrs the file system refused
+	times     []dirTimes
+	uids      map[uint32]struct{}
+	gids      map[uint32]struct{}
+	result    extractResult
+	skipped   []string // xattrs the file system refused
 }
 
 // extractLayer extracts the uncompressed tar stream r into the empty
@@ -103,9 +94,8 @@ func extractLayer(r io.Reader, dest string, opts extractOptions, packer storage.
 		opts: opts, root: root, dirs: map[string]dirHandle{},
 		euid: os.Geteuid(), egid: os.Getegid(), rootIDs: [2]int{rootPair.UID, rootPair.GID},
 		uids: map[uint32]struct{}{}, gids: map[uint32]struct{}{},
-		openFiles: make(chan struct{}, maxOpenFiles), made: map[entryName]struct{}{},
+		openFiles: make(chan struct{}, maxOpenFiles),
 	}
-	x.handOff = isEmptyDir(root)
 	x.umask, x.umaskOK = processUmask()
 	if _, err := unix.Fgetxattr(root, aclDefault, nil); err == nil {
 		x.umaskOK = false // a default ACL, not the umask, shapes new modes
@@ -147,7 +137,6 @@ func (x *extractor) run(r io.Reader, packer storage.Packer) error {
 	}
 	x.result.diffID = digest.NewDigest(digest.SHA256, x.meta.digest)
 	x.result.size = x.meta.size
-	x.result.pipeCreated = x.created
 	if err != nil {
 		return err
 	}
@@ -158,7 +147,7 @@ func (x *extractor) entries(r io.Reader) error {
 	tr := tar.NewReader(r)
 	tr.RawAccounting = true
 	for {
-		x.releaseRetired()
+		x.closeRetired()
 		if x.meta.failed.Load() {
 			return nil
 		}
@@ -279,12 +268,11 @@ func (x *extractor) entry(hdr *tar.Header, content io.Reader) (consumed bool, er
 		return false, x.whiteout(parent, dir, base, uid, gid)
 	}
 	e := entryCtx{hdr: hdr, parent: parent, key: joinRel(relDir(dir), base), base: base, uid: uid, gid: gid}
-	again := x.claim(parent, base)
 	switch hdr.Typeflag {
 	case tar.TypeDir:
 		return false, x.mkdir(&e)
 	case tar.TypeReg:
-		return true, x.file(&e, content, x.handOff && !again)
+		return true, x.file(&e, content)
 	case tar.TypeBlock, tar.TypeChar:
 		if x.opts.inUserNS {
 			return false, nil // no device nodes in a user namespace
@@ -376,7 +364,6 @@ func (x *extractor) whiteout(parent dirHandle, dir, base string, uid, gid int) e
 	if orig == "" || orig == "." || orig == ".." {
 		return fmt.Errorf("invalid whiteout path %q", path.Join(dir, base))
 	}
-	x.claim(parent, orig)
 	if err := unix.Mknodat(parent.fd, orig, unix.S_IFCHR, 0); err != nil {
 		if err == unix.ENOTDIR {
 			return nil

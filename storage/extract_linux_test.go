@@ -164,8 +164,7 @@ var extractCases = []struct {
 	// More files than may wait open for the metadata pipe, and links
 	// whose mode and times are not their targets'.
 	{name: "many files", entries: manyFiles(3 * maxOpenFiles)},
-	// Names the metadata pipe may not have created yet when the parser
-	// meets them again (extractcreate_linux.go).
+	// Files met again as parents, and names made again.
 	{name: "file as a parent", entries: []tarEntry{file("p", "1", 0o644), file("p/q", "2", 0o644)}},
 	{name: "file as a parent through a symlink", entries: []tarEntry{
 		file("p", "1", 0o644), symlink("l", "p"), file("l/q", "2", 0o644),
@@ -427,50 +426,6 @@ func TestExtractLayerCutShort(t *testing.T) {
 				t.Fatalf("%d descriptors open after the failed extraction, %d before", after, before)
 			}
 		})
-	}
-}
-
-// TestExtractLayerCreatesInThePipe: in an empty directory the metadata
-// pipe's goroutine creates the regular files; in one that is not empty
-// (where a name may exist before the extraction made it) the parser does,
-// and an existing file is replaced.
-func TestExtractLayerCreatesInThePipe(t *testing.T) {
-	entries := append(manyFiles(2*maxOpenFiles), file("a", "new", 0o644))
-	regular := 0
-	for _, e := range entries {
-		if e.typ == tar.TypeReg {
-			regular++
-		}
-	}
-	data := makeTar(t, entries, nil)
-	opts := extractOptions{ignoreChownErrors: singleUID(t)}
-	empty := t.TempDir()
-	res, err := extractLayer(bytes.NewReader(data), empty, opts, tsstorage.NewJSONPacker(io.Discard))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.pipeCreated != regular {
-		t.Errorf("in an empty directory the pipe created %d of %d files", res.pipeCreated, regular)
-	}
-	full := t.TempDir()
-	for name, content := range map[string]string{"a": "old", "keep": "k"} {
-		if err := os.WriteFile(filepath.Join(full, name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if res, err = extractLayer(bytes.NewReader(data), full, opts, tsstorage.NewJSONPacker(io.Discard)); err != nil {
-		t.Fatal(err)
-	}
-	if res.pipeCreated != 0 {
-		t.Errorf("in a directory that was not empty the pipe created %d files", res.pipeCreated)
-	}
-	for name, want := range map[string]string{"a": "new", "keep": "k"} {
-		if got, err := os.ReadFile(filepath.Join(full, name)); err != nil || string(got) != want {
-			t.Errorf("%s = %q (%v), want %q", name, got, err, want)
-		}
-	}
-	if lib, ours := snapshot(t, filepath.Join(empty, "d1"), time.Now()), snapshot(t, filepath.Join(full, "d1"), time.Now()); !slices.Equal(lib, ours) {
-		t.Errorf("the two extractions differ:\n%s\n%s", strings.Join(lib, "\n"), strings.Join(ours, "\n"))
 	}
 }
 

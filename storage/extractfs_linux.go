@@ -25,15 +25,9 @@ const maxCachedDirs = 512
 
 // dirHandle is an open directory of the layer being extracted.
 type dirHandle struct {
-	fd       int
-	setgid   bool   // new entries inherit gid (and directories the bit)
-	gid      uint32 // the directory's group
-	dev, ino uint64 // the directory's identity, for entryName
-}
-
-// newDirHandle is the handle of directory fd, whose status is st.
-func newDirHandle(fd int, st *unix.Stat_t) dirHandle {
-	return dirHandle{fd: fd, setgid: st.Mode&unix.S_ISGID != 0, gid: st.Gid, dev: st.Dev, ino: st.Ino}
+	fd     int
+	setgid bool   // new entries inherit gid (and directories the bit)
+	gid    uint32 // the directory's group
 }
 
 // openInRoot opens name (relative to root, "" is root itself) with every
@@ -63,9 +57,6 @@ func (x *extractor) dir(name string) (dirHandle, error) {
 	if d, ok := x.dirs[name]; ok {
 		return d, nil
 	}
-	if x.handOff {
-		x.settle() // the name may lead through a file the pipe has yet to create
-	}
 	fd, err := openInRoot(x.root, name, unix.O_RDONLY|unix.O_DIRECTORY)
 	if err == unix.ENOENT {
 		return x.mkdirAll(name)
@@ -85,7 +76,7 @@ func (x *extractor) remember(name string, fd int) (dirHandle, error) {
 	if len(x.dirs) >= maxCachedDirs {
 		x.forgetDirs()
 	}
-	d := newDirHandle(fd, &st)
+	d := dirHandle{fd: fd, setgid: st.Mode&unix.S_ISGID != 0, gid: st.Gid}
 	x.dirs[name] = d
 	return d, nil
 }
@@ -114,9 +105,6 @@ func (x *extractor) mkdirAllOnce(name string) (_ dirHandle, next string, _ error
 			fd, err := openInRoot(x.root, cur, unix.O_RDONLY|unix.O_DIRECTORY)
 			if err == unix.ENOENT {
 				err = unix.Mkdirat(parent.fd, elem, 0o777)
-				if err == nil {
-					x.claim(parent, elem)
-				}
 				if err == unix.EEXIST {
 					target, lerr := readlinkAt(parent.fd, elem)
 					if lerr != nil {
@@ -170,14 +158,10 @@ func (x *extractor) forgetDirs() {
 
 // closeRetired closes the descriptors forgetDirs dropped.
 func (x *extractor) closeRetired() {
-	closeFDs(x.retired)
-	x.retired = x.retired[:0]
-}
-
-func closeFDs(fds []int) {
-	for _, fd := range fds {
+	for _, fd := range x.retired {
 		unix.Close(fd)
 	}
+	x.retired = x.retired[:0]
 }
 
 func joinRel(dir, elem string) string {

@@ -84,7 +84,7 @@ func (x *extractor) dirMeta(e *entryCtx, fd int, merge bool) (dirHandle, error) 
 	if err := unix.Fstat(fd, &st); err != nil {
 		return dirHandle{}, err
 	}
-	return newDirHandle(fd, &st), nil
+	return dirHandle{fd: fd, setgid: st.Mode&unix.S_ISGID != 0, gid: st.Gid}, nil
 }
 
 // chownNewReport is chownNew for e's new entry open as fd, reporting
@@ -103,34 +103,24 @@ func (x *extractor) chownNewReport(fd int, e *entryCtx) (bool, error) {
 // file makes a regular file. Its content and the rest (owner, mode, times)
 // go to the metadata pipe's goroutine, which writes them while the next
 // entries are made; a file with extended attributes is waited for, as
-// setting them touches the extractor's state. A new name (create) is
-// created by the pipe's goroutine too (extractcreate_linux.go).
-func (x *extractor) file(e *entryCtx, content io.Reader, create bool) error {
+// setting them touches the extractor's state.
+func (x *extractor) file(e *entryCtx, content io.Reader) error {
 	x.takeOpenSlot()
-	fd := -1
-	if !create {
-		if err := x.make(e, "open", func() (err error) {
-			fd, err = createFile(e)
-			return err
-		}); err != nil {
-			<-x.openFiles
-			return err
-		}
+	var fd int
+	if err := x.make(e, "open", func() (err error) {
+		fd, err = unix.Openat(e.parent.fd, e.base, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, e.mode()&0o777)
+		return err
+	}); err != nil {
+		<-x.openFiles
+		return err
 	}
 	f := &fileSink{x: x, e: *e, fd: fd, chmod: x.needsChmod(e, false)}
-	x.handed++
 	err := x.readContent(content, f)
 	x.meta.contentDone(f, err == nil)
 	if err == nil && hasXattrs(e.hdr) {
-		x.settle()
+		x.meta.wait()
 	}
 	return err
-}
-
-// createFile creates e's regular file, which must not exist, open for
-// writing.
-func createFile(e *entryCtx) (int, error) {
-	return unix.Openat(e.parent.fd, e.base, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, e.mode()&0o777)
 }
 
 // takeOpenSlot bounds the files the pipe has yet to finish, each one open.
@@ -147,7 +137,7 @@ func (x *extractor) takeOpenSlot() {
 const maxOpenFiles = 128
 
 // fileSink is a regular file being extracted, written and finished by the
-// metadata pipe's goroutine, which also creates it when fd < 0.
+// metadata pipe's goroutine.
 type fileSink struct {
 	x     *extractor
 	e     entryCtx
@@ -156,24 +146,7 @@ type fileSink struct {
 	ended bool
 }
 
-// open creates the file unless it is open.
-func (f *fileSink) open() error {
-	if f.fd >= 0 {
-		return nil
-	}
-	fd, err := createFile(&f.e)
-	if err != nil {
-		return &os.PathError{Op: "open", Path: f.e.key, Err: err}
-	}
-	f.fd = fd
-	f.x.created++
-	return nil
-}
-
 func (f *fileSink) write(b []byte) error {
-	if err := f.open(); err != nil {
-		return err
-	}
 	if err := writeAll(f.fd, b); err != nil {
 		return &os.PathError{Op: "write", Path: f.e.key, Err: err}
 	}
@@ -181,15 +154,10 @@ func (f *fileSink) write(b []byte) error {
 }
 
 func (f *fileSink) finish() error {
-	err := f.open()
-	if err == nil {
-		err = f.x.finishFile(&f.e, f.fd, f.chmod)
-	}
+	err := f.x.finishFile(&f.e, f.fd, f.chmod)
 	f.ended = true
-	if f.fd >= 0 {
-		if cerr := unix.Close(f.fd); err == nil && cerr != nil {
-			err = &os.PathError{Op: "close", Path: f.e.key, Err: cerr}
-		}
+	if cerr := unix.Close(f.fd); err == nil && cerr != nil {
+		err = &os.PathError{Op: "close", Path: f.e.key, Err: cerr}
 	}
 	<-f.x.openFiles
 	return err
@@ -198,9 +166,7 @@ func (f *fileSink) finish() error {
 func (f *fileSink) abandon() {
 	if !f.ended {
 		f.ended = true
-		if f.fd >= 0 {
-			unix.Close(f.fd)
-		}
+		unix.Close(f.fd)
 		<-f.x.openFiles
 	}
 }
@@ -313,7 +279,7 @@ func (x *extractor) symlink(e *entryCtx) error {
 func (x *extractor) hardlink(e *entryCtx) error {
 	// The link's owner, mode and times are its target's: the target's
 	// own, set by the pipe, must not come after them.
-	x.settle()
+	x.meta.wait()
 	tdir, tbase := splitName(e.hdr.Linkname)
 	tfd, err := openInRoot(x.root, relDir(tdir), unix.O_PATH|unix.O_DIRECTORY)
 	if err != nil {

@@ -49,7 +49,6 @@ const (
 	metaFile                    // end of an entry
 	metaDone                    // the sink of the entry has all its content
 	metaFence                   // everything before is done: close fence
-	metaCall                    // run call, also after an error
 )
 
 type metaMsg struct {
@@ -61,7 +60,6 @@ type metaMsg struct {
 	crc   []byte        // metaFile with content: its checksum, set by sum
 	ok    bool          // metaDone: finish the sink, else abandon it
 	fence chan struct{} // metaFence
-	call  func()        // metaCall
 }
 
 // contentSink is where the pipe's goroutine writes an entry's content.
@@ -145,15 +143,13 @@ func (m *metaPipe) run() {
 }
 
 // drop ends what msg holds after an error: sinks are abandoned (the one
-// whose write failed too), fences passed, calls made.
+// whose write failed too), fences passed.
 func (m *metaPipe) drop(msg metaMsg) {
 	switch msg.kind {
 	case metaDone:
 		msg.sink.abandon()
 	case metaFence:
 		close(msg.fence)
-	case metaCall:
-		msg.call()
 	}
 }
 
@@ -177,8 +173,6 @@ func (m *metaPipe) apply(msg metaMsg) error {
 		return msg.sink.finish()
 	case metaFence:
 		close(msg.fence)
-	case metaCall:
-		msg.call()
 	case metaFile:
 		e := storage.Entry{Type: storage.FileType, Size: msg.size, Payload: msg.crc}
 		e.SetName(msg.name)
@@ -229,12 +223,6 @@ func (m *metaPipe) wait() {
 	m.push(metaMsg{kind: metaFence, fence: fence})
 	m.flush()
 	<-fence
-}
-
-// later has the pipe's goroutine run call once it is done with what was
-// recorded before, whether that failed or not.
-func (m *metaPipe) later(call func()) {
-	m.push(metaMsg{kind: metaCall, call: call})
 }
 
 // segment records raw archive bytes (copied) as one entry, as tar-split
