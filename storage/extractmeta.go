@@ -3,7 +3,6 @@ package storage
 import (
 	"crypto/sha256"
 	"hash"
-	"hash/crc64"
 	"sync/atomic"
 
 	"github.com/vbatts/tar-split/tar/storage"
@@ -102,7 +101,7 @@ func newMetaPipe(packer storage.Packer) *metaPipe {
 // then hands the batch to run.
 func (m *metaPipe) sum() {
 	defer close(m.batches)
-	crc := crc64.New(storage.CRCTable)
+	var crc crcISO // storage.CRCTable's CRC
 	for b := range m.toSum {
 		for i := range b.msgs {
 			msg := &b.msgs[i]
