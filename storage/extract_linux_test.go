@@ -407,9 +407,8 @@ func xattrList(p string) string {
 
 // TestExtractLayerCutShort cuts an archive in the middle of a file: the
 // extraction fails, and the files the metadata pipe had yet to finish are
-// closed all the same.
-// The directories the extraction had open are closed too, those it had
-// dropped from its cache and left to the pipe to close included.
+// closed all the same, and so are the directories it had open, those it
+// dropped from its cache included.
 func TestExtractLayerCutShort(t *testing.T) {
 	for name, entries := range map[string][]tarEntry{
 		"files": manyFiles(2 * maxOpenFiles), "directories": manyDirs(2 * maxCachedDirs),
