@@ -1,7 +1,12 @@
 package server
 
 import (
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -26,4 +31,81 @@ func TestExitCode(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReaperSettle runs in a child process of the test binary: the reaper
+// waits for any child of its process, and never stops.
+func TestReaperSettle(t *testing.T) {
+	if os.Getenv("HUTCH_TEST_REAPER") != "1" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestReaperSettle$", "-test.v")
+		cmd.Env = append(os.Environ(), "HUTCH_TEST_REAPER=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		return
+	}
+	r := newReaper()
+	sh := func(script string) func() (int, error) {
+		return func() (int, error) {
+			p, err := os.StartProcess("/bin/sh", []string{"sh", "-c", script}, &os.ProcAttr{})
+			if err != nil {
+				return 0, err
+			}
+			pid := p.Pid
+			_ = p.Release()
+			return pid, nil
+		}
+	}
+	status := func(ch <-chan unix.WaitStatus) int {
+		t.Helper()
+		select {
+		case ws := <-ch:
+			return exitCode(ws)
+		case <-time.After(10 * time.Second):
+			t.Fatal("no status")
+		}
+		return -1
+	}
+
+	// A settled child is reaped after its settle time.
+	_, ch, err := r.spawn(sh("exit 3"), 20*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := status(ch); got != 3 {
+		t.Errorf("settled child: exit code %d, want 3", got)
+	}
+
+	// One whose settle time is far off is reaped by the pass that another
+	// child's exit wakes.
+	pid, late, err := r.spawn(sh("exit 4"), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for !isZombie(t, pid) {
+		time.Sleep(time.Millisecond)
+	}
+	_, ch, err = r.spawn(sh("exit 5"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := status(ch); got != 5 {
+		t.Errorf("child reaped at once: exit code %d, want 5", got)
+	}
+	if got := status(late); got != 4 {
+		t.Errorf("child reaped on another's pass: exit code %d, want 4", got)
+	}
+}
+
+func isZombie(t *testing.T, pid int) bool {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// pid (comm) state ...: comm may hold spaces, the state follows the
+	// last parenthesis.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && i+2 < len(s) && s[i+2] == 'Z'
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -37,6 +38,10 @@ func oneP(env []string) []string {
 	return append(env, "GOMAXPROCS=1")
 }
 
+// runtimeSettle is how long hutch-runtime is left unreaped after it exits
+// (reaper.spawn tells why).
+const runtimeSettle = 20 * time.Millisecond
+
 // startRuntime starts "hutch-runtime call" with its end of a socket pair
 // as wire.RuntimeFD.
 func (s *server) startRuntime() (*runtimeProc, error) {
@@ -60,7 +65,7 @@ func (s *server) startRuntime() (*runtimeProc, error) {
 		pid := p.Pid
 		_ = p.Release() // the reaper waits for it
 		return pid, nil
-	})
+	}, runtimeSettle)
 	if err != nil {
 		_ = ours.Close()
 		return nil, wire.Wrap("start hutch-runtime", err)
@@ -130,7 +135,7 @@ func (s *server) ask(rp *runtimeProc, req *wire.RuntimeRequest, files []*os.File
 			return 0, err
 		}
 		return reply.Pid, nil
-	})
+	}, 0)
 	if err != nil {
 		return nil, nil, err
 	}
