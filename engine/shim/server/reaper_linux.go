@@ -58,8 +58,8 @@ func newReaper() *reaper {
 // process's whole /proc directory while that thread still holds some of
 // its dentries, and the kernel walks the directory again and again until
 // that thread, preempted on a busy machine, has run: under 10 clients
-// starting containers the wait4 of hutch-runtime took 1.3-2.4 ms on
-// average (a p90 of 4-11 ms), nearly all of it that walk (perf:
+// starting containers the wait4 of hutch-runtime took 1.3-3.0 ms on
+// average (a p90 of 3.6-11 ms), nearly all of it that walk (perf:
 // shrink_dcache_parent under release_task), against 0.12-0.19 ms when
 // reaped 20 ms later (issue 7). Nothing waits for its status but the
 // shim's own exit, and the init's exit usually reaps it on the way.
