@@ -55,9 +55,11 @@ func newReaper() *reaper {
 // The kernel drops a thread's dentries when it releases the thread, and
 // the last thread's release tells the parent that the process can be
 // reaped before it drops its own. Reaping at once then drops the
-// process's whole /proc directory while that thread still holds some of
-// its dentries, and the kernel walks the directory again and again until
-// that thread, preempted on a busy machine, has run: under 10 clients
+// process's whole /proc directory while that thread still has some of
+// its dentries on its list to drop, and shrink_dcache_parent walks the
+// directory again and again until that thread, preempted on a busy
+// machine, has run (as perf and the kernel's code show; this kernel has
+// no kprobes to trace it): under 10 clients
 // starting containers the wait4 of hutch-runtime took 1.3-3.0 ms on
 // average (a p90 of 3.6-11 ms), nearly all of it that walk (perf:
 // shrink_dcache_parent under release_task), against 0.12-0.19 ms when
