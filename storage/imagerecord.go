@@ -187,5 +187,6 @@ func (s *Store) DeleteImage(ctx context.Context, id string) ([]string, error) {
 	case err != nil:
 		return nil, fmt.Errorf("storage: deleting image %s: %w", id, err)
 	}
+	s.removeInitLayers(layers)
 	return layers, nil
 }

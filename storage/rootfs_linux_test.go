@@ -128,7 +128,17 @@ func TestRootfsOwnMounts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if a, b := options(p, ownLayer), options(q, csLayer); a != b {
+		// Ours has the image's init layer on top of the image's layers.
+		top, err := s.Backend().Layer(ownLayer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		init := "lowerdir=" + filepath.Join(s.GraphRoot(), initLayersDir, top.Parent) + ":"
+		a, b := options(p, ownLayer), options(q, csLayer)
+		if !strings.Contains(a, init) {
+			t.Errorf("volatile %v: mounted with %q, without the init layer", volatile, a)
+		}
+		if a = strings.Replace(a, init, "lowerdir=", 1); a != b {
 			t.Errorf("volatile %v: mounted with %q, containers/storage mounts with %q", volatile, a, b)
 		}
 		if n, err := s.Backend().Mounted(ownLayer); err != nil || n != 0 {

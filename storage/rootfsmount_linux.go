@@ -69,12 +69,23 @@ func (s *Store) mountOverlay(l *rootfsLayout) (bool, error) {
 		return false, nil
 	}
 	work := filepath.Join(l.dir, "work")
-	data := "lowerdir=" + strings.Join(l.lowers, ":") + ",upperdir=" + filepath.Join(l.dir, "diff") + ",workdir=" + work
-	if unshare.IsRootless() {
-		data += ",userxattr"
+	options := func(lowers []string) string {
+		data := "lowerdir=" + strings.Join(lowers, ":") + ",upperdir=" + filepath.Join(l.dir, "diff") + ",workdir=" + work
+		if unshare.IsRootless() {
+			data += ",userxattr"
+		}
+		return data
 	}
-	if len(data)+len(",volatile") >= os.Getpagesize() {
+	fits := func(data string) bool { return len(data)+len(",volatile") < os.Getpagesize() }
+	data := options(l.lowers)
+	if !fits(data) {
 		return false, nil
+	}
+	// The image's init layer (initlayer_linux.go), where it fits.
+	if init, ok := s.initLayer(l.lowers); ok {
+		if d := options(append([]string{init}, l.lowers...)); fits(d) {
+			data = d
+		}
 	}
 	if err := os.Mkdir(l.merged(), 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return false, err

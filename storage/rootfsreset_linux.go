@@ -2,12 +2,15 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"syscall"
 
 	"github.com/containerd/errdefs"
+	"golang.org/x/sys/unix"
 )
 
 // ResetRootfs empties the writable layer of rootfs id so that another
@@ -48,6 +51,11 @@ func (s *Store) ResetRootfs(ctx context.Context, id string) error {
 	}
 	dir := l.dir
 	diffMode := fi.Mode() & (os.ModePerm | os.ModeSetuid | os.ModeSetgid | os.ModeSticky)
+	if pristine(filepath.Join(dir, "diff"), diffMode, st.Uid, st.Gid) && workClean(filepath.Join(dir, "work")) {
+		// The container wrote nothing (its mount points are in the init
+		// layer): the layer is as remake would leave it.
+		return nil
+	}
 	if err := remake(filepath.Join(dir, "diff"), diffMode, int(st.Uid), int(st.Gid)); err != nil {
 		return fmt.Errorf("storage: emptying rootfs %s: %w", id, err)
 	}
@@ -69,4 +77,67 @@ func remake(p string, mode os.FileMode, uid, gid int) error {
 		return err
 	}
 	return os.Chmod(p, mode)
+}
+
+// pristine reports whether upper directory p is as remake leaves it:
+// empty, with that mode and owner, and no extended attribute but the
+// uuid overlay records at every mount (uuid=on, the default).
+func pristine(p string, mode os.FileMode, uid, gid uint32) bool {
+	var st unix.Stat_t
+	if err := unix.Lstat(p, &st); err != nil || st.Uid != uid || st.Gid != gid || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return false
+	}
+	if fi, err := os.Lstat(p); err != nil || fi.Mode()&(os.ModePerm|os.ModeSetuid|os.ModeSetgid|os.ModeSticky) != mode {
+		return false
+	}
+	names, err := listXattrs(p)
+	if err != nil {
+		return false
+	}
+	for _, n := range names {
+		if n != "user.overlay.uuid" && n != "trusted.overlay.uuid" {
+			return false
+		}
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	_, err = f.Readdirnames(1)
+	return errors.Is(err, io.EOF)
+}
+
+// workClean reports whether overlay work directory p holds nothing but
+// what a clean unmount leaves: work/, empty but for the
+// incompat/volatile/ marker a volatile mount leaves (MountRootfs removes
+// it before the next one).
+func workClean(p string) bool {
+	for _, want := range []struct{ dir, only string }{
+		{p, "work"},
+		{filepath.Join(p, "work"), "incompat"},
+		{filepath.Join(p, "work", "incompat"), "volatile"},
+		{filepath.Join(p, "work", "incompat", "volatile"), ""},
+	} {
+		names, err := readNames(want.dir)
+		if errors.Is(err, os.ErrNotExist) && want.dir != p {
+			return true
+		}
+		if err != nil || len(names) > 1 || len(names) == 1 && names[0] != want.only {
+			return false
+		}
+		if len(names) == 0 {
+			return true
+		}
+	}
+	return true
+}
+
+func readNames(dir string) ([]string, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.Readdirnames(-1)
 }

@@ -66,6 +66,7 @@ type Store struct {
 	metaMu     sync.Mutex // serialises updates of image metadata (imagemeta.go)
 	layerLocks keyedLocks // one creation of a layer ID at a time (fetchstage.go)
 	mounts     rootfsMounts
+	initFailed sync.Map // image top layers whose init layer could not be made
 	stageOnce  sync.Once
 	stageOK    bool // layers can be streamed into staging directories (canStage)
 }
@@ -130,6 +131,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		log.Warn("storage: cannot remove the layers of interrupted operations", "removed", n, "err", err)
 	} else if n > 0 {
 		log.Info("storage: removed the layers of interrupted operations", "count", n)
+	}
+	if err := s.sweepInitLayers(); err != nil {
+		log.Warn("storage: cannot remove init layers of deleted images", "err", err)
 	}
 	raw, err := cs.Status()
 	if err != nil {
