@@ -17,7 +17,9 @@ import (
 // container of the same image can take it: the layer is unmounted and its
 // upper and work directories are made anew as the overlay driver makes
 // them (the upper's root with the mode and owner of the image's top
-// layer). Only the overlay drivers can; vfs layers are full copies, and
+// layer), unless they are as that would leave them (a container that
+// wrote nothing: its mount points are in the init layer). Only the
+// overlay drivers can; vfs layers are full copies, and
 // there it is errdefs.ErrNotImplemented. On any error the layer must be
 // deleted, never used again.
 //
