@@ -85,7 +85,7 @@ type NetAttachment struct {
 	HostGateway string
 
 	// shareFrom is, with --network container:<id>, that container's
-	// record directory: its hosts and resolv.conf are used.
+	// /etc files' directory: its hosts and resolv.conf are used.
 	shareFrom string
 	// joined is the ID of the container whose namespace is shared.
 	joined   string
@@ -150,7 +150,7 @@ func (e *Engine) joinContainerNetwork(ctx context.Context, c *container.Containe
 	if ns := other.NetworkSettings; ns != nil && ns.SandboxKey != "" {
 		path = ns.SandboxKey
 	}
-	return NetAttachment{NetNSPath: path, shareFrom: e.containers.Dir(other.ID), joined: other.ID, hostname: other.Config.Hostname}, nil
+	return NetAttachment{NetNSPath: path, shareFrom: e.etcDir(other), joined: other.ID, hostname: other.Config.Hostname}, nil
 }
 
 // detachNetwork releases the network of a container's run (sandboxID, or
