@@ -34,8 +34,8 @@ import (
 // with the image's top layer (DeleteImage) and at Open when their layer
 // is gone.
 
-// initMountPoints are the mount points of every container (engine/spec):
-// directories, then files.
+// initDirs and initFiles are the mount points of every container
+// (engine/spec).
 var (
 	initDirs  = []string{"proc", "sys", "dev"}
 	initFiles = []string{"etc/hostname", "etc/hosts", "etc/resolv.conf"}
