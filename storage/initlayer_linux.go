@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	cstorage "go.podman.io/storage"
 	"go.podman.io/storage/pkg/unshare"
 	"golang.org/x/sys/unix"
 )
@@ -257,7 +258,9 @@ func (s *Store) sweepInitLayers() error {
 	var errs []error
 	for _, e := range entries {
 		if !strings.HasPrefix(e.Name(), ".tmp-") {
-			if _, err := s.cs.Layer(e.Name()); err == nil {
+			// Only a layer known to be gone: the containers of a daemon
+			// before this one may still run on the others.
+			if _, err := s.cs.Layer(e.Name()); !errors.Is(err, cstorage.ErrLayerUnknown) {
 				continue
 			}
 		}
