@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	cstorage "go.podman.io/storage"
-	"go.podman.io/storage/pkg/unshare"
 	"golang.org/x/sys/unix"
 )
 
@@ -100,10 +99,7 @@ func makeInitLayer(dir string, lowers []string) (err error) {
 			return err
 		}
 	}
-	data := "lowerdir=" + strings.Join(lowers, ":") + ",upperdir=" + upper + ",workdir=" + work
-	if unshare.IsRootless() {
-		data += ",userxattr"
-	}
+	data := overlayData(lowers, upper, work)
 	if len(data) >= os.Getpagesize() {
 		return errors.New("mount data too long")
 	}

@@ -68,22 +68,15 @@ func (s *Store) mountOverlay(l *rootfsLayout) (bool, error) {
 	if len(l.lowers) == 0 {
 		return false, nil
 	}
-	work := filepath.Join(l.dir, "work")
-	options := func(lowers []string) string {
-		data := "lowerdir=" + strings.Join(lowers, ":") + ",upperdir=" + filepath.Join(l.dir, "diff") + ",workdir=" + work
-		if unshare.IsRootless() {
-			data += ",userxattr"
-		}
-		return data
-	}
+	work, upper := filepath.Join(l.dir, "work"), filepath.Join(l.dir, "diff")
 	fits := func(data string) bool { return len(data)+len(",volatile") < os.Getpagesize() }
-	data := options(l.lowers)
+	data := overlayData(l.lowers, upper, work)
 	if !fits(data) {
 		return false, nil
 	}
 	// The image's init layer (initlayer_linux.go), where it fits.
 	if init, ok := s.initLayer(l.lowers); ok {
-		if d := options(append([]string{init}, l.lowers...)); fits(d) {
+		if d := overlayData(append([]string{init}, l.lowers...), upper, work); fits(d) {
 			data = d
 		}
 	}
@@ -107,6 +100,16 @@ func (s *Store) mountOverlay(l *rootfsLayout) (bool, error) {
 		return false, err
 	}
 	return true, nil
+}
+
+// overlayData is the mount data of an overlay of lowers (top first) with
+// upper and work directories, as the overlay driver writes it.
+func overlayData(lowers []string, upper, work string) string {
+	data := "lowerdir=" + strings.Join(lowers, ":") + ",upperdir=" + upper + ",workdir=" + work
+	if unshare.IsRootless() {
+		data += ",userxattr"
+	}
+	return data
 }
 
 // UnmountRootfs releases one mount of the rootfs.
