@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	cstorage "go.podman.io/storage"
+	"go.podman.io/storage/pkg/system"
 	"golang.org/x/sys/unix"
 )
 
@@ -35,12 +36,14 @@ import (
 // with the image's top layer (DeleteImage) and at Open when their layer
 // is gone.
 
-// initDirs and initFiles are the mount points of every container
-// (engine/spec).
-var (
-	initDirs  = []string{"proc", "sys", "dev"}
-	initFiles = []string{"etc/hostname", "etc/hosts", "etc/resolv.conf"}
-)
+// initMountPoints are the mount points of every container (engine/spec).
+var initMountPoints = []struct {
+	path string
+	dir  bool
+}{
+	{"proc", true}, {"sys", true}, {"dev", true},
+	{"etc/hostname", false}, {"etc/hosts", false}, {"etc/resolv.conf", false},
+}
 
 const initLayersDir = "hutch-init"
 
@@ -110,14 +113,9 @@ func makeInitLayer(dir string, lowers []string) (err error) {
 	if err != nil {
 		return err
 	}
-	for _, p := range initDirs {
-		if err == nil {
-			err = addMountPoint(root, p, true)
-		}
-	}
-	for _, p := range initFiles {
-		if err == nil {
-			err = addMountPoint(root, p, false)
+	for _, m := range initMountPoints {
+		if err = addMountPoint(root, m.path, m.dir); err != nil {
+			break
 		}
 	}
 	unix.Close(root)
@@ -206,28 +204,14 @@ func stripOverlayXattrs(dir string) error {
 	})
 }
 
+// listXattrs is containers/storage's Llistxattr, with none on a file
+// system without extended attributes.
 func listXattrs(p string) ([]string, error) {
-	buf := make([]byte, 1024)
-	for {
-		n, err := unix.Llistxattr(p, buf)
-		if errors.Is(err, unix.ERANGE) {
-			buf = make([]byte, 2*len(buf))
-			continue
-		}
-		if errors.Is(err, unix.ENOTSUP) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		var names []string
-		for _, n := range strings.Split(string(buf[:n]), "\x00") {
-			if n != "" {
-				names = append(names, n)
-			}
-		}
-		return names, nil
+	names, err := system.Llistxattr(p)
+	if errors.Is(err, unix.ENOTSUP) {
+		return nil, nil
 	}
+	return names, err
 }
 
 // removeInitLayers deletes the init layers of the given layers.
@@ -253,15 +237,14 @@ func (s *Store) sweepInitLayers() error {
 	}
 	var errs []error
 	for _, e := range entries {
-		if !strings.HasPrefix(e.Name(), ".tmp-") {
+		p := filepath.Join(parent, e.Name())
+		if strings.HasPrefix(e.Name(), ".tmp-") {
+			_ = unmountPath(filepath.Join(p, "merged"))
+		} else if _, err := s.cs.Layer(e.Name()); !errors.Is(err, cstorage.ErrLayerUnknown) {
 			// Only a layer known to be gone: the containers of a daemon
 			// before this one may still run on the others.
-			if _, err := s.cs.Layer(e.Name()); !errors.Is(err, cstorage.ErrLayerUnknown) {
-				continue
-			}
+			continue
 		}
-		p := filepath.Join(parent, e.Name())
-		_ = unmountPath(filepath.Join(p, "merged"))
 		if err := os.RemoveAll(p); err != nil {
 			errs = append(errs, err)
 		}

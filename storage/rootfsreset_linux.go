@@ -10,7 +10,6 @@ import (
 	"syscall"
 
 	"github.com/containerd/errdefs"
-	"golang.org/x/sys/unix"
 )
 
 // ResetRootfs empties the writable layer of rootfs id so that another
@@ -52,7 +51,7 @@ func (s *Store) ResetRootfs(ctx context.Context, id string) error {
 		return fmt.Errorf("storage: image layer of rootfs %s: no owner", id)
 	}
 	dir := l.dir
-	diffMode := fi.Mode() & (os.ModePerm | os.ModeSetuid | os.ModeSetgid | os.ModeSticky)
+	diffMode := fi.Mode() & modeBits
 	if pristine(filepath.Join(dir, "diff"), diffMode, st.Uid, st.Gid) && workClean(filepath.Join(dir, "work")) {
 		// The container wrote nothing (its mount points are in the init
 		// layer): the layer is as remake would leave it.
@@ -66,6 +65,9 @@ func (s *Store) ResetRootfs(ctx context.Context, id string) error {
 	}
 	return nil
 }
+
+// modeBits are the bits of a mode that remake sets.
+const modeBits = os.ModePerm | os.ModeSetuid | os.ModeSetgid | os.ModeSticky
 
 // remake replaces directory p (and all below it) with an empty one.
 func remake(p string, mode os.FileMode, uid, gid int) error {
@@ -85,11 +87,11 @@ func remake(p string, mode os.FileMode, uid, gid int) error {
 // empty, with that mode and owner, and no extended attribute but the
 // uuid overlay records at every mount (uuid=on, the default).
 func pristine(p string, mode os.FileMode, uid, gid uint32) bool {
-	var st unix.Stat_t
-	if err := unix.Lstat(p, &st); err != nil || st.Uid != uid || st.Gid != gid || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+	fi, err := os.Lstat(p)
+	if err != nil || !fi.IsDir() || fi.Mode()&modeBits != mode {
 		return false
 	}
-	if fi, err := os.Lstat(p); err != nil || fi.Mode()&(os.ModePerm|os.ModeSetuid|os.ModeSetgid|os.ModeSticky) != mode {
+	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || st.Uid != uid || st.Gid != gid {
 		return false
 	}
 	names, err := listXattrs(p)
