@@ -59,12 +59,11 @@ func newReaper() *reaper {
 // its dentries on its list to drop, and shrink_dcache_parent walks the
 // directory again and again until that thread, preempted on a busy
 // machine, has run (as perf and the kernel's code show; this kernel has
-// no kprobes to trace it): under 10 clients
-// starting containers the wait4 of hutch-runtime took 1.3-3.0 ms on
-// average (a p90 of 3.6-11 ms), nearly all of it that walk (perf:
-// shrink_dcache_parent under release_task), against 0.12-0.19 ms when
-// reaped 20 ms later (issue 7). Nothing waits for its status but the
-// shim's own exit, and the init's exit usually reaps it on the way.
+// no kprobes to trace it): in a perf profile of 10 clients starting
+// containers, that walk (d_walk under release_task) was 3% of all CPU,
+// and about a tenth of that share in a run reaping 20 ms later (issue 7).
+// Nothing waits for its status but the shim's own exit, and the init's
+// exit usually reaps it on the way.
 func (r *reaper) spawn(start func() (int, error), settle time.Duration) (int, <-chan unix.WaitStatus, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
