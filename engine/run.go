@@ -77,7 +77,7 @@ func (e *Engine) ContainerStart(ctx context.Context, ref string) error {
 	}()
 
 	endQueue := e.phase("start/queue", c.ID)
-	release, err := e.starts.enter(ctx)
+	release, err := e.starts.enter(ctx, startAge(c, time.Now()))
 	endQueue()
 	if err != nil {
 		return err
@@ -136,6 +136,17 @@ func (e *Engine) ContainerStart(ctx context.Context, ref string) error {
 	e.monitors.Add(1)
 	go e.monitor(c.ID, client)
 	return nil
+}
+
+// startAge is the time a start waits at the gate since: a container never
+// started has waited since its creation, when its docker run began (a
+// slow create is not made up for by a long queue), any other since now.
+// A container created long before its first start is served first, once.
+func startAge(c *container.Container, now time.Time) time.Time {
+	if c.State.StartedAt.IsZero() && c.Created.Before(now) {
+		return c.Created
+	}
+	return now
 }
 
 // startShim mounts the rootfs, writes the bundle and spawns the shim with

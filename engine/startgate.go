@@ -8,7 +8,7 @@ import (
 )
 
 // startGate bounds how many container starts run at once, and lets the
-// others wait their turn in arrival order.
+// others wait their turn, oldest first.
 //
 // A start is CPU work in three processes (hutch-runtime, the container's
 // init, the shim) besides the engine. When more starts run than there are
@@ -18,6 +18,13 @@ import (
 // order, starts end about in the order they came, and the p99 came down
 // to 1.2-1.5 times the median at the same throughput (issue 7).
 //
+// The oldest is the start whose docker run began first, not the first to
+// reach the gate: a container whose create was slow (the first containers
+// of a burst make their writable layers one at a time, behind
+// containers/storage's lock) would otherwise queue behind every container
+// created after it, and its run would take the create's delay plus a
+// whole queue.
+//
 // A start that waits on something other than the CPU (a hung shim, a
 // slow FUSE mount) gives its slot back after the lease, so it delays the
 // queue by at most that long.
@@ -26,7 +33,13 @@ type startGate struct {
 
 	mu      sync.Mutex
 	free    int
-	waiting []chan struct{} // first in, first served
+	waiting []waiter // oldest first
+}
+
+// waiter is a start waiting for a slot since the time it is served by.
+type waiter struct {
+	since time.Time
+	turn  chan struct{}
 }
 
 // startLease is how long a start keeps its slot at most. A start alone
@@ -37,10 +50,11 @@ func newStartGate(n int, lease time.Duration) *startGate {
 	return &startGate{free: max(n, 1), lease: lease}
 }
 
-// enter waits for a slot. The release it returns is idempotent; the slot
+// enter waits for a slot, behind the starts waiting since before since
+// and ahead of the others. The release it returns is idempotent; the slot
 // is also released when the lease ends. An error is ctx's: the client
 // went away while waiting.
-func (g *startGate) enter(ctx context.Context) (release func(), err error) {
+func (g *startGate) enter(ctx context.Context, since time.Time) (release func(), err error) {
 	g.mu.Lock()
 	if g.free > 0 && len(g.waiting) == 0 {
 		g.free--
@@ -48,7 +62,12 @@ func (g *startGate) enter(ctx context.Context) (release func(), err error) {
 		return g.leased(), nil
 	}
 	turn := make(chan struct{})
-	g.waiting = append(g.waiting, turn)
+	// After every waiter as old or older: equal times keep arrival order.
+	i := len(g.waiting)
+	for i > 0 && g.waiting[i-1].since.After(since) {
+		i--
+	}
+	g.waiting = slices.Insert(g.waiting, i, waiter{since, turn})
 	g.mu.Unlock()
 	select {
 	case <-turn:
@@ -57,7 +76,7 @@ func (g *startGate) enter(ctx context.Context) (release func(), err error) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if i := slices.Index(g.waiting, turn); i >= 0 {
+	if i := slices.IndexFunc(g.waiting, func(w waiter) bool { return w.turn == turn }); i >= 0 {
 		g.waiting = slices.Delete(g.waiting, i, i+1)
 		return nil, ctx.Err()
 	}
@@ -84,13 +103,13 @@ func (g *startGate) leased() func() {
 	}
 }
 
-// passLocked hands a released slot to the first waiting start, or frees it.
+// passLocked hands a released slot to the oldest waiting start, or frees it.
 func (g *startGate) passLocked() {
 	if len(g.waiting) == 0 {
 		g.free++
 		return
 	}
-	close(g.waiting[0])
+	close(g.waiting[0].turn)
 	g.waiting = g.waiting[1:]
 }
 

@@ -11,10 +11,16 @@ import (
 // release (nil on an error) will come.
 func enterAsync(t *testing.T, ctx context.Context, g *startGate) chan func() {
 	t.Helper()
+	return enterSince(t, ctx, g, time.Now())
+}
+
+// enterSince is enterAsync for a start waiting since since.
+func enterSince(t *testing.T, ctx context.Context, g *startGate, since time.Time) chan func() {
+	t.Helper()
 	before := g.queued()
 	got := make(chan func(), 1)
 	go func() {
-		release, err := g.enter(ctx)
+		release, err := g.enter(ctx, since)
 		if err != nil {
 			release = nil
 		}
@@ -26,6 +32,21 @@ func enterAsync(t *testing.T, ctx context.Context, g *startGate) chan func() {
 		}
 	}
 	return got
+}
+
+// firstPassed waits until one of waiters (nil ones are done) has a slot
+// and returns its index.
+func firstPassed(t *testing.T, waiters []chan func()) int {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		for i, w := range waiters {
+			if w != nil && passed(w) {
+				return i
+			}
+		}
+	}
+	t.Fatal("no waiting start got the released slot")
+	return -1
 }
 
 func passed(c chan func()) bool {
@@ -41,8 +62,8 @@ func passed(c chan func()) bool {
 func TestStartGateOrder(t *testing.T) {
 	g := newStartGate(2, time.Hour)
 	ctx := context.Background()
-	r1, _ := g.enter(ctx)
-	r2, _ := g.enter(ctx)
+	r1, _ := g.enter(ctx, time.Now())
+	r2, _ := g.enter(ctx, time.Now())
 	w1, w2, w3 := enterAsync(t, ctx, g), enterAsync(t, ctx, g), enterAsync(t, ctx, g)
 	r1()
 	r1() // idempotent: frees one slot only
@@ -66,10 +87,37 @@ func TestStartGateOrder(t *testing.T) {
 	}
 }
 
+// A start that came to the gate late, but whose container was made
+// before the others', goes first; equal ages keep their arrival order.
+func TestStartGateOldestFirst(t *testing.T) {
+	g := newStartGate(1, time.Hour)
+	ctx := context.Background()
+	base := time.Now()
+	r, _ := g.enter(ctx, base)
+	young := enterSince(t, ctx, g, base.Add(2*time.Second))
+	tie1 := enterSince(t, ctx, g, base.Add(time.Second))
+	tie2 := enterSince(t, ctx, g, base.Add(time.Second))
+	old := enterSince(t, ctx, g, base)
+	order := []chan func(){old, tie1, tie2, young}
+	for i := range order {
+		r()
+		got := firstPassed(t, order)
+		if got != i {
+			t.Fatalf("waiter %d got the slot, want waiter %d (the oldest, or the first of equals)", got, i)
+		}
+		r = <-order[i]
+		order[i] = nil
+	}
+	r()
+	if g.free != 1 || g.queued() != 0 {
+		t.Fatalf("free %d, queued %d after all released", g.free, g.queued())
+	}
+}
+
 func TestStartGateLease(t *testing.T) {
 	g := newStartGate(1, 30*time.Millisecond)
 	ctx := context.Background()
-	hung, _ := g.enter(ctx)
+	hung, _ := g.enter(ctx, time.Now())
 	next := enterAsync(t, ctx, g)
 	r := <-next // the lease ends, the slot passes on
 	hung()      // late: must not free a second slot
@@ -84,7 +132,7 @@ func TestStartGateLease(t *testing.T) {
 
 func TestStartGateCancel(t *testing.T) {
 	g := newStartGate(1, time.Hour)
-	release, _ := g.enter(context.Background())
+	release, _ := g.enter(context.Background(), time.Now())
 	ctx, cancel := context.WithCancel(context.Background())
 	gone := enterAsync(t, ctx, g)
 	next := enterAsync(t, context.Background(), g)
@@ -99,7 +147,7 @@ func TestStartGateCancel(t *testing.T) {
 	if (<-next) == nil {
 		t.Fatal("the start behind a cancelled one never got its slot")
 	}
-	if _, err := g.enter(ctx); !errors.Is(err, context.Canceled) {
+	if _, err := g.enter(ctx, time.Now()); !errors.Is(err, context.Canceled) {
 		t.Fatalf("enter with a cancelled context at a full gate = %v", err)
 	}
 	if g.queued() != 0 {
