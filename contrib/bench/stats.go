@@ -64,6 +64,27 @@ func ratio(a, b float64) float64 {
 	return math.Round(a/b*100) / 100
 }
 
+// pairRatios are a[i]/b[i] for the pairs both series have.
+func pairRatios(a, b []float64) []float64 {
+	var out []float64
+	for i := range min(len(a), len(b)) {
+		if b[i] > 0 {
+			out = append(out, ratio(a[i], b[i]))
+		}
+	}
+	return out
+}
+
+// medianRatio is the median of ratios, 0 when there are none.
+func medianRatio(rs []float64) float64 {
+	if len(rs) == 0 {
+		return 0
+	}
+	s := slices.Clone(rs)
+	slices.Sort(s)
+	return quantile(s, 0.5)
+}
+
 // phases collects the per-call times of a flow, to show where its time goes.
 type phases struct {
 	names []string

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -66,6 +67,35 @@ func TestDeriveTargets(t *testing.T) {
 	}
 	if _, ok := met["docker run --rm busybox true (median)"]; ok {
 		t.Error("a target without measurements is listed")
+	}
+}
+
+// The pull's figure is the median of the per-pair ratios: one pair slowed
+// by the machine (the first, 5.3 s) moves it less than it moves the
+// ratio of the two medians.
+func TestPullPairRatios(t *testing.T) {
+	r := &Results{Pull: Pull{
+		Hutch:    Dist{Samples: []float64{5300, 1210, 1000, 940, 1180}},
+		Baseline: Dist{Samples: []float64{1020, 1190, 1010, 900, 1600}},
+	}}
+	r.derive()
+	want := []float64{5.2, 1.02, 0.99, 1.04, 0.74}
+	if !slices.Equal(r.Pull.PairRatios, want) {
+		t.Fatalf("pair ratios %v, want %v", r.Pull.PairRatios, want)
+	}
+	if r.Pull.Ratio != 1.02 {
+		t.Errorf("figure %v, want the median pair ratio 1.02", r.Pull.Ratio)
+	}
+	if r.Pull.MediansRatio != 1.16 { // 1180 / 1020
+		t.Errorf("ratio of medians %v, want 1.16", r.Pull.MediansRatio)
+	}
+	for _, tg := range r.Targets {
+		if strings.HasPrefix(tg.What, "pull") && !tg.Met {
+			t.Errorf("target %q not met at 1.02×", tg.What)
+		}
+	}
+	if got := pairRatios([]float64{10, 20, 30}, []float64{5, 0}); !slices.Equal(got, []float64{2}) {
+		t.Errorf("pairRatios with an unmeasured and a missing baseline = %v, want [2]", got)
 	}
 }
 
