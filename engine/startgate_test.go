@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/hutch-engine/hutch/engine/container"
 )
 
 // enterAsync starts an enter and, once it is queued, returns where its
@@ -152,5 +154,25 @@ func TestStartGateCancel(t *testing.T) {
 	}
 	if g.queued() != 0 {
 		t.Fatalf("queued = %d after a cancelled enter", g.queued())
+	}
+}
+
+// A container's first start waits since its creation; a restart, or a
+// creation time ahead of the clock, since the request.
+func TestStartAge(t *testing.T) {
+	now := time.Now()
+	created := now.Add(-time.Minute)
+	fresh := &container.Container{Created: created}
+	if got := startAge(fresh, now); !got.Equal(created) {
+		t.Errorf("first start waits since %v, want its creation %v", got, created)
+	}
+	restarted := &container.Container{Created: created}
+	restarted.State.StartedAt = now.Add(-time.Second)
+	if got := startAge(restarted, now); !got.Equal(now) {
+		t.Errorf("restart waits since %v, want now", got)
+	}
+	ahead := &container.Container{Created: now.Add(time.Hour)}
+	if got := startAge(ahead, now); !got.Equal(now) {
+		t.Errorf("creation ahead of the clock: waits since %v, want now", got)
 	}
 }
