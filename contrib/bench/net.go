@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -57,9 +56,7 @@ type Rate struct {
 
 func (r *Rate) summarize() {
 	if len(r.Runs) > 0 {
-		s := slices.Clone(r.Runs)
-		slices.Sort(s)
-		r.Median = quantile(s, 0.5)
+		r.Median = median(r.Runs)
 	}
 }
 

@@ -69,7 +69,7 @@ func (r *Results) derive() {
 	}
 	r.SeedRatio = ratio(r.Seed.Median, r.Runc.Median)
 	r.Pull.PairRatios = pairRatios(r.Pull.Hutch.Samples, r.Pull.Baseline.Samples)
-	r.Pull.Ratio = medianRatio(r.Pull.PairRatios)
+	r.Pull.Ratio = median(r.Pull.PairRatios)
 	r.Pull.MediansRatio = ratio(r.Pull.Hutch.Median, r.Pull.Baseline.Median)
 	r.Load.P99Ratio = ratio(r.Load.Latency.P99, r.Load.Single.Median)
 	for _, rt := range []*Rate{&r.Net.Loopback, &r.Net.Published, &r.Net.PublishedReverse, &r.Net.Outbound} {

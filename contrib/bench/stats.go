@@ -75,12 +75,12 @@ func pairRatios(a, b []float64) []float64 {
 	return out
 }
 
-// medianRatio is the median of ratios, 0 when there are none.
-func medianRatio(rs []float64) float64 {
-	if len(rs) == 0 {
+// median of unsorted values, 0 when there are none.
+func median(vs []float64) float64 {
+	if len(vs) == 0 {
 		return 0
 	}
-	s := slices.Clone(rs)
+	s := slices.Clone(vs)
 	slices.Sort(s)
 	return quantile(s, 0.5)
 }
