@@ -189,6 +189,17 @@ func TestNetworkDefaultBridge(t *testing.T) {
 			t.Errorf("default bridge: no %q in\n%s", want, out)
 		}
 	}
+	// IPv6 is off on the interfaces of an IPv4-only network, as Docker has
+	// it (no link-local address, no multicast groups); loopback keeps ::1,
+	// and a container may turn IPv6 back on.
+	out = dockerOK(t, d, "run", "--rm", ref, "sh", "-c", "cat /proc/sys/net/ipv6/conf/eth0/disable_ipv6; ip -6 -o addr")
+	if !strings.HasPrefix(out, "1\n") || strings.Contains(out, "eth0") || !strings.Contains(out, "::1/128") {
+		t.Errorf("IPv6 on the default bridge: want disable_ipv6 1 on eth0, no IPv6 address but lo's ::1, got\n%s", out)
+	}
+	out = dockerOK(t, d, "run", "--rm", "--sysctl", "net.ipv6.conf.all.disable_ipv6=0", ref, "ip", "-6", "-o", "addr", "show", "eth0")
+	if !strings.Contains(out, "inet6 fe80::42:acff:fe11:") {
+		t.Errorf("--sysctl net.ipv6.conf.all.disable_ipv6=0: no link-local address on eth0:\n%s", out)
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -211,6 +211,9 @@ func TestDriverLifecycle(t *testing.T) {
 		if b, _ := os.ReadFile("/proc/sys/net/ipv4/ip_forward"); strings.TrimSpace(string(b)) != "1" {
 			t.Errorf("ip_forward %q", b)
 		}
+		if got := ipv6Addrs(t, ep.HostIf); got != 0 {
+			t.Errorf("%d IPv6 addresses on the bridge end of the veth, want none (IPv6 off)", got)
+		}
 		if got := countRules(t, n.ID); got != 4 {
 			t.Errorf("%d nftables rules for the network, want 4 (masquerade, 2 accepts, 1 drop)", got)
 		}
@@ -243,6 +246,12 @@ func TestDriverLifecycle(t *testing.T) {
 		lo, err := netlink.LinkByName("lo")
 		if err != nil || lo.Attrs().Flags&net.FlagUp == 0 {
 			t.Errorf("loopback: %v %v", lo, err)
+		}
+		if got := ipv6Addrs(t, "eth0"); got != 0 {
+			t.Errorf("%d IPv6 addresses on eth0, want none (IPv6 off, as on Docker's IPv4-only networks)", got)
+		}
+		if got := ipv6Addrs(t, "lo"); got != 1 {
+			t.Errorf("%d IPv6 addresses on lo, want ::1", got)
 		}
 		return nil
 	})
@@ -340,6 +349,29 @@ func TestDriverLifecycle(t *testing.T) {
 
 // countRules counts the rules of hutch's table tagged with a network ID,
 // from the calling thread's namespace.
+// ipv6Addrs counts the IPv6 addresses of the link name in the calling
+// thread's namespace, and fails the test unless its disable_ipv6 agrees:
+// 1 with none, 0 with some.
+func ipv6Addrs(t *testing.T, name string) int {
+	t.Helper()
+	l, err := netlink.LinkByName(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrs, err := netlink.AddrList(l, netlink.FAMILY_V6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile("/proc/sys/net/ipv6/conf/" + name + "/disable_ipv6")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if off := strings.TrimSpace(string(b)) == "1"; off != (len(addrs) == 0) {
+		t.Errorf("%s: disable_ipv6 %q with IPv6 addresses %v", name, b, addrs)
+	}
+	return len(addrs)
+}
+
 func countRules(t *testing.T, id string) int {
 	t.Helper()
 	c, err := nftables.New()

@@ -119,6 +119,9 @@ func (d *Driver) Plug(ctx context.Context, path string, n *enet.Network, ep *ene
 		if err != nil {
 			return err
 		}
+		if err := disableIPv6(ep.HostIf); err != nil {
+			return err
+		}
 		if err := d.link.LinkSetUp(host); err != nil {
 			return err
 		}
