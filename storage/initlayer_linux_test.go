@@ -51,7 +51,9 @@ func layerTar(t *testing.T, entries ...tar.Header) []byte {
 // TestInitLayer: the mount points every container gets are in the
 // image's init layer, below the container's writable layer, which stays
 // empty; a directory the image has keeps its attributes; entries under a
-// symbolic link are left to the runtime; the layer goes with its image.
+// symbolic link are left to the runtime; the layer goes with its image. A
+// reset keeps the writable layer of a container that wrote nothing, also
+// when it was mounted volatile (docker run --rm).
 func TestInitLayer(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t, DriverOverlay)
@@ -62,16 +64,18 @@ func TestInitLayer(t *testing.T) {
 		size int64
 	}
 	tests := []struct {
-		name    string
-		entries []tar.Header
-		want    []entry // in the container's root
-		absent  []string
+		name     string
+		volatile bool
+		entries  []tar.Header
+		want     []entry // in the container's root
+		absent   []string
 	}{{
 		name: "no etc, no proc",
 		want: []entry{{"proc", true, 0o755, 0}, {"sys", true, 0o755, 0}, {"dev", true, 0o755, 0},
 			{"etc", true, 0o755, 0}, {"etc/hosts", false, 0o644, 0}, {"etc/hostname", false, 0o644, 0}, {"etc/resolv.conf", false, 0o644, 0}},
 	}, {
-		name: "etc of its own",
+		name:     "etc of its own",
+		volatile: true,
 		entries: []tar.Header{
 			{Name: "etc/", Typeflag: tar.TypeDir, Mode: 0o751},
 			{Name: "etc/hosts", Typeflag: tar.TypeReg, Mode: 0o600, Size: 5},
@@ -96,7 +100,7 @@ func TestInitLayer(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			id, err := s.CreateRootfs(ctx, "", image, false)
+			id, err := s.CreateRootfs(ctx, "", image, tc.volatile)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -113,15 +113,15 @@ func pristine(p string, mode os.FileMode, uid, gid uint32) bool {
 }
 
 // workClean reports whether overlay work directory p holds nothing but
-// what a clean unmount leaves: work/, empty but for the
-// incompat/volatile/ marker a volatile mount leaves (MountRootfs removes
-// it before the next one).
+// what a clean unmount leaves: work/, empty but for the marker a volatile
+// mount leaves, incompat/volatile/dirty (MountRootfs removes it before the
+// next mount).
 func workClean(p string) bool {
 	for _, want := range []struct{ dir, only string }{
 		{p, "work"},
 		{filepath.Join(p, "work"), "incompat"},
 		{filepath.Join(p, "work", "incompat"), "volatile"},
-		{filepath.Join(p, "work", "incompat", "volatile"), ""},
+		{filepath.Join(p, "work", "incompat", "volatile"), "dirty"},
 	} {
 		names, err := readNames(want.dir)
 		if errors.Is(err, os.ErrNotExist) && want.dir != p {
@@ -134,7 +134,8 @@ func workClean(p string) bool {
 			return true
 		}
 	}
-	return true
+	fi, err := os.Lstat(filepath.Join(p, "work", "incompat", "volatile", "dirty"))
+	return err == nil && fi.Mode().IsRegular()
 }
 
 func readNames(dir string) ([]string, error) {
