@@ -93,6 +93,7 @@ func spawn(opts StartOptions) (*os.Process, *os.File, error) {
 	// Own session and process group: terminal signals meant for the
 	// engine never reach the shim, and it outlives the engine.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.Env = wire.OneP(os.Environ())
 	err = cmd.Start()
 	_ = readyW.Close()
 	if err != nil {

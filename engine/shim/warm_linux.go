@@ -7,6 +7,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/hutch-engine/hutch/engine/shim/wire"
 )
 
 // A warm shim is started ahead of need: it has run the Go runtime's start
@@ -114,6 +116,7 @@ func spawnWarm(binary, runtime string) (*warmShim, error) {
 	cmd.Dir = "/"
 	cmd.ExtraFiles = []*os.File{readyW, ctlR}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.Env = wire.OneP(os.Environ())
 	err = cmd.Start()
 	readyW.Close()
 	ctlR.Close()

@@ -16,6 +16,7 @@ import (
 // the time the shim gets its container, the shim starts another and the
 // container runs all the same.
 func TestWarmShimRuntimeGone(t *testing.T) {
+	t.Setenv("GOMAXPROCS", "4")
 	ctx := testCtx(t)
 	first := newOpts(t, testSpec("true"))
 	if _, err := runToExit(ctx, first); err != nil {
@@ -28,6 +29,18 @@ func TestWarmShimRuntimeGone(t *testing.T) {
 		return spare != 0
 	}); err != nil {
 		t.Fatal("no warm shim with a runtime after a start")
+	}
+	// Both run with one P (wire.OneP), whatever the engine's GOMAXPROCS.
+	for _, pid := range []int{parentOf(spare), spare} {
+		var got []string
+		for _, kv := range procEnv(pid) {
+			if strings.HasPrefix(kv, "GOMAXPROCS=") {
+				got = append(got, kv)
+			}
+		}
+		if len(got) != 1 || got[0] != "GOMAXPROCS=1" {
+			t.Errorf("%v (pid %d) runs with %q, want GOMAXPROCS=1", procArgs(pid), pid, got)
+		}
 	}
 	if err := syscall.Kill(spare, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -83,6 +96,14 @@ func warmRuntime() int {
 
 func procArgs(pid int) []string {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil || len(b) == 0 {
+		return nil
+	}
+	return strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
+}
+
+func procEnv(pid int) []string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
 	if err != nil || len(b) == 0 {
 		return nil
 	}

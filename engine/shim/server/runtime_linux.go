@@ -5,8 +5,6 @@ import (
 	"errors"
 	"io"
 	"os"
-	"slices"
-	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -21,22 +19,9 @@ type runtimeProc struct {
 
 func (r *runtimeProc) close() { _ = r.sock.Close() }
 
-// runtimeEnv is hutch-runtime's environment: the shim's, with one P for
-// the Go scheduler. hutch-runtime does one thing at a time, and libcontainer
-// hands the setting to the container's init, which asks for one P anyway
-// (with more, that request stops the world to resize). Fewer Ps start
-// fewer threads and spin less: with the static link, an exec of
-// hutch-runtime took 2.4 ms of CPU instead of 3.0 (issue 7).
-var runtimeEnv = oneP(os.Environ())
-
-// oneP is env with GOMAXPROCS=1 in place of any setting it had (the
-// first of duplicate variables wins in a Go program).
-func oneP(env []string) []string {
-	env = slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
-		return strings.HasPrefix(kv, "GOMAXPROCS=")
-	})
-	return append(env, "GOMAXPROCS=1")
-}
+// runtimeEnv is hutch-runtime's environment: the shim's, with one P
+// (wire.OneP).
+var runtimeEnv = wire.OneP(os.Environ())
 
 // runtimeSettle is how long hutch-runtime is left unreaped after it exits
 // (reaper.spawn tells why).

@@ -1,4 +1,4 @@
-package server
+package wire
 
 import (
 	"slices"
@@ -7,12 +7,12 @@ import (
 
 func TestOneP(t *testing.T) {
 	in := []string{"PATH=/bin", "GOMAXPROCS=8", "HOME=/root", "GOMAXPROCS=4"}
-	got := oneP(in)
+	got := OneP(in)
 	want := []string{"PATH=/bin", "HOME=/root", "GOMAXPROCS=1"}
 	if !slices.Equal(got, want) {
-		t.Fatalf("oneP(%q) = %q, want %q", in, got, want)
+		t.Fatalf("OneP(%q) = %q, want %q", in, got, want)
 	}
 	if in[1] != "GOMAXPROCS=8" {
-		t.Fatalf("oneP changed its input: %q", in)
+		t.Fatalf("OneP changed its input: %q", in)
 	}
 }
