@@ -138,32 +138,3 @@ func TestCreateTakesQueuedRootfs(t *testing.T) {
 		}
 	}
 }
-
-// TestPoolNewestFirst: a create takes the spare emptied last, and the
-// others stay in the pool in their order.
-func TestPoolNewestFirst(t *testing.T) {
-	f := newFakeRootfs()
-	e := &Engine{images: f, log: slog.New(slog.DiscardHandler)}
-	e.rootfs.idle.L = &e.rootfs.mu
-	k := poolKey{image: "sha256:img"}
-	e.pool.mu.Lock()
-	e.pool.touchLocked(e, k)
-	e.pool.mu.Unlock()
-	for _, id := range []string{"a", "b", "c"} {
-		if !e.recycleRootfs(id, k) {
-			t.Fatalf("the pool did not take %s", id)
-		}
-	}
-	for _, want := range []string{"c", "b"} {
-		id, err := e.createRootfs(context.Background(), "", k.image, k.volatile)
-		if err != nil || id != want {
-			t.Fatalf("create got rootfs %q (%v), want %s", id, err, want)
-		}
-	}
-	e.pool.mu.Lock()
-	left := fmt.Sprint(e.pool.ready[k])
-	e.pool.mu.Unlock()
-	if left != "[a]" {
-		t.Errorf("spares left %s, want [a]", left)
-	}
-}

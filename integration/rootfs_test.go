@@ -168,8 +168,7 @@ func TestWritableLayerReusedEmpty(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	// The layer is kept once emptied, which the directory does not show:
-	// the newest spare is taken first, so the next container gets it, or
-	// one of the next few when the pool's refill made a spare meanwhile.
+	// spares are taken in turn, so one of the next few containers gets it.
 	found := false
 	for i := 0; i < 4 && !found; i++ {
 		if i > 0 {
