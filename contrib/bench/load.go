@@ -24,6 +24,33 @@ type Load struct {
 	// same steps done one at a time.
 	P99Ratio float64 `json:"p99_over_single_median"`
 	Single   Dist    `json:"single"`
+	// StartsMs is when each concurrent container's create began, in ms
+	// after the burst began, in the order of Latency.Samples: it shows
+	// whether the slowest were the first wave or a slow spell later.
+	StartsMs []float64 `json:"starts_ms,omitempty"`
+}
+
+// slowest is the slowest concurrent container: when it started (ms into
+// the burst), its latency, and whether it was of the first wave (among
+// the first Clients to start). ok is false without start times.
+func (l *Load) slowest() (startMs, latencyMs float64, firstWave, ok bool) {
+	s := l.Latency.Samples
+	if len(s) == 0 || len(l.StartsMs) != len(s) {
+		return 0, 0, false, false
+	}
+	i := 0
+	for j, v := range s {
+		if v > s[i] {
+			i = j
+		}
+	}
+	earlier := 0
+	for _, t := range l.StartsMs {
+		if t < l.StartsMs[i] {
+			earlier++
+		}
+	}
+	return l.StartsMs[i], s[i], earlier < l.Clients, true
 }
 
 // benchLoad times the steps one container at a time (the single container
@@ -74,6 +101,7 @@ func benchLoad(ctx context.Context, e *env, res *Results) error {
 		go func() {
 			defer wg.Done()
 			for range n {
+				began := time.Since(t0)
 				t, err := oneContainer(ctx, api, e.busybox)
 				mu.Lock()
 				if err != nil {
@@ -83,6 +111,7 @@ func benchLoad(ctx context.Context, e *env, res *Results) error {
 					}
 				} else {
 					l.Latency.add(t)
+					l.StartsMs = append(l.StartsMs, float64(began.Microseconds())/1000)
 				}
 				mu.Unlock()
 			}

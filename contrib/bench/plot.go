@@ -22,10 +22,11 @@ type series struct {
 	samples []float64
 }
 
-// plot draws three panels: box plots of the single-container latencies
+// plot draws four panels: box plots of the single-container latencies
 // (linear, where hutch and its baselines are comparable), the cumulative
 // distributions of every latency measured (log scale, so that the
-// concurrent run fits beside the single ones), and the pull times.
+// concurrent run fits beside the single ones), the concurrent containers'
+// latencies by when they started, and the pull times.
 func (r *Results) plot(path string) error {
 	single := []series{
 		{"seed flow (API)", r.Seed.Samples},
@@ -44,6 +45,7 @@ func (r *Results) plot(path string) error {
 	for _, mk := range []func() (*plot.Plot, error){
 		func() (*plot.Plot, error) { return boxPlot("single container (ms)", "ms", single) },
 		func() (*plot.Plot, error) { return cdfPlot("latency distributions (CDF)", all) },
+		func() (*plot.Plot, error) { return burstPlot(&r.Load) },
 		func() (*plot.Plot, error) { return boxPlot("large image pull (s)", "s", pull) },
 	} {
 		p, err := mk()
@@ -157,6 +159,64 @@ func cdfPlot(title string, ss []series) (*plot.Plot, error) {
 	p.Legend.TextStyle.Font.Size = vg.Points(10)
 	p.X.Min, p.X.Max = lo*0.8, hi*12
 	p.X.Tick.Marker = plot.ConstantTicks(ticks125(p.X.Min, p.X.Max))
+	p.Add(plotter.NewGrid())
+	return p, nil
+}
+
+// burstPlot draws each concurrent container's latency at the time its
+// create began, with the goal (10× the single-container median) and the
+// p99 (nil: no start times, as in results of bench runs before them).
+func burstPlot(l *Load) (*plot.Plot, error) {
+	if _, _, _, ok := l.slowest(); !ok {
+		return nil, nil
+	}
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("%d concurrent containers by start", len(l.StartsMs))
+	p.X.Label.Text = "create began (s into the burst)"
+	p.Y.Label.Text = "create…remove (ms)"
+	p.Y.Min = 0
+	pts := make(plotter.XYs, len(l.StartsMs))
+	for i, t := range l.StartsMs {
+		pts[i] = plotter.XY{X: t / 1000, Y: l.Latency.Samples[i]}
+	}
+	sc, err := plotter.NewScatter(pts)
+	if err != nil {
+		return nil, err
+	}
+	sc.GlyphStyle.Color = plotutil.Color(4) // the concurrent run's colour in the CDF
+	sc.GlyphStyle.Radius = vg.Points(2)
+	p.Add(sc)
+	end := 0.0
+	for _, pt := range pts {
+		end = math.Max(end, pt.X)
+	}
+	hline := func(y float64, dashed bool, i int, name string) error {
+		ln, err := plotter.NewLine(plotter.XYs{{X: 0, Y: y}, {X: end, Y: y}})
+		if err != nil {
+			return err
+		}
+		ln.Color = plotutil.Color(i)
+		if dashed {
+			ln.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		}
+		p.Add(ln)
+		p.Legend.Add(name, ln)
+		return nil
+	}
+	if l.Single.Median > 0 {
+		goal := 10 * l.Single.Median
+		if err := hline(goal, true, 0, fmt.Sprintf("10× alone (goal) %.0f", goal)); err != nil {
+			return nil, err
+		}
+		p.Y.Max = math.Max(p.Y.Max, goal*1.15)
+	}
+	if err := hline(l.Latency.P99, false, 4, fmt.Sprintf("p99 %.0f", l.Latency.P99)); err != nil {
+		return nil, err
+	}
+	p.Legend.Top = false
+	p.Legend.TextStyle.Font.Size = vg.Points(10)
+	p.Y.Tick.Marker = linearTicks{}
+	p.X.Tick.Marker = linearTicks{}
 	p.Add(plotter.NewGrid())
 	return p, nil
 }

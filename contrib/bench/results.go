@@ -151,8 +151,16 @@ func (r *Results) printTable(w io.Writer) {
 			r.Pull.Files, float64(r.Pull.Bytes)/1e6, float64(r.Pull.CompressedBytes)/1e6, r.Pull.PairRatios, r.Pull.MediansRatio)
 	}
 	if l := r.Load; l.Containers > 0 {
-		fmt.Fprintf(w, "concurrency: %d containers by %d clients in %.2f s, %.1f containers/s, %d failed\n",
+		fmt.Fprintf(w, "concurrency: %d containers by %d clients in %.2f s, %.1f containers/s, %d failed",
 			l.Containers, l.Clients, l.WallMs/1000, l.PerSecond, l.Failures)
+		if start, lat, first, ok := l.slowest(); ok {
+			wave := "after the first wave"
+			if first {
+				wave = "of the first wave"
+			}
+			fmt.Fprintf(w, "; the slowest (%.0f ms) started %.2f s in, %s", lat, start/1000, wave)
+		}
+		fmt.Fprintln(w)
 	}
 	if n := r.Net; n.Loopback.Median > 0 {
 		fmt.Fprintf(w, "throughput (iperf3, median of %d × %d s, Gbit/s): loopback %.2f; published port %.2f (%.0f%%), reverse %.2f (%.0f%%); ",

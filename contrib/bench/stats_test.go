@@ -99,6 +99,27 @@ func TestPullPairRatios(t *testing.T) {
 	}
 }
 
+// TestSlowest: the slowest concurrent container, when it started and
+// whether it was among the first Clients to start; none without start
+// times (results of bench runs before them) or with misaligned ones.
+func TestSlowest(t *testing.T) {
+	l := Load{Clients: 2, Latency: Dist{Samples: []float64{100, 300, 120, 250}}, StartsMs: []float64{0, 1, 90, 200}}
+	start, lat, first, ok := l.slowest()
+	if !ok || start != 1 || lat != 300 || !first {
+		t.Errorf("slowest = %v ms in, %v ms, first wave %v, %v; want 1, 300, true, true", start, lat, first, ok)
+	}
+	l.Latency.Samples[3] = 400
+	if start, lat, first, ok := l.slowest(); !ok || start != 200 || lat != 400 || first {
+		t.Errorf("slowest = %v ms in, %v ms, first wave %v, %v; want 200, 400, false, true", start, lat, first, ok)
+	}
+	for _, starts := range [][]float64{nil, {0, 1}} {
+		l.StartsMs = starts
+		if _, _, _, ok := l.slowest(); ok {
+			t.Errorf("slowest with start times %v: ok", starts)
+		}
+	}
+}
+
 func TestTicks(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
