@@ -347,8 +347,6 @@ func TestDriverLifecycle(t *testing.T) {
 	})
 }
 
-// countRules counts the rules of hutch's table tagged with a network ID,
-// from the calling thread's namespace.
 // ipv6Addrs counts the IPv6 addresses of the link name in the calling
 // thread's namespace, and fails the test unless its disable_ipv6 agrees:
 // 1 with none, 0 with some.
@@ -372,6 +370,8 @@ func ipv6Addrs(t *testing.T, name string) int {
 	return len(addrs)
 }
 
+// countRules counts the rules of hutch's table tagged with a network ID,
+// from the calling thread's namespace.
 func countRules(t *testing.T, id string) int {
 	t.Helper()
 	c, err := nftables.New()
