@@ -24,6 +24,8 @@ type ContainerBackend interface {
 	ContainerLogs(ctx context.Context, ref string, req engine.LogsRequest, stdout, stderr io.Writer) error
 	ContainerInspect(ctx context.Context, ref string) (containertypes.InspectResponse, error)
 	ContainerList(ctx context.Context, req engine.ListRequest) ([]containertypes.Summary, error)
+	// ContainerSize gives SizeRw and SizeRootFs (size=1 of list and inspect).
+	ContainerSize(ctx context.Context, ref string) (rw, rootfs int64, err error)
 	ContainerRemove(ctx context.Context, ref string, req engine.RemoveRequest) error
 	ContainerRename(ctx context.Context, ref, name string) error
 	ContainerPrune(ctx context.Context, filters string) (containertypes.PruneReport, error)
@@ -197,6 +199,12 @@ func (s *Server) containerInspect(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
+	if queryBool(r, "size") {
+		// As Docker: a size that cannot be had is left out, not an error.
+		if rw, rootfs, err := s.backend.ContainerSize(r.Context(), c.ID); err == nil {
+			c.SizeRw, c.SizeRootFs = &rw, &rootfs
+		}
+	}
 	return writeJSON(w, http.StatusOK, inspectForVersion(r, c))
 }
 
@@ -212,6 +220,13 @@ func (s *Server) containerList(w http.ResponseWriter, r *http.Request) error {
 	list, err := s.backend.ContainerList(r.Context(), req)
 	if err != nil {
 		return err
+	}
+	if queryBool(r, "size") {
+		for i := range list {
+			if rw, rootfs, err := s.backend.ContainerSize(r.Context(), list[i].ID); err == nil {
+				list[i].SizeRw, list[i].SizeRootFs = rw, rootfs
+			}
+		}
 	}
 	return writeJSON(w, http.StatusOK, list)
 }

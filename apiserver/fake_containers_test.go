@@ -40,6 +40,9 @@ func (noContainers) ContainerInspect(context.Context, string) (containertypes.In
 func (noContainers) ContainerList(context.Context, engine.ListRequest) ([]containertypes.Summary, error) {
 	return nil, errNoContainers
 }
+func (noContainers) ContainerSize(context.Context, string) (int64, int64, error) {
+	return 0, 0, errNoContainers
+}
 func (noContainers) ContainerRemove(context.Context, string, engine.RemoveRequest) error {
 	return errNoContainers
 }

@@ -212,6 +212,28 @@ func (e *Engine) ContainerInspect(ctx context.Context, ref string) (containertyp
 	return resp, nil
 }
 
+// ContainerSize answers size=1 of GET /containers/json and
+// /containers/{id}/json, as Docker counts: the bytes of what the container
+// changed in its writable layer (SizeRw), and those with its image's
+// (SizeRootFs).
+func (e *Engine) ContainerSize(ctx context.Context, ref string) (rw, rootfs int64, err error) {
+	c, err := e.containers.Get(ctx, ref)
+	if err != nil {
+		return 0, 0, err
+	}
+	if c.Runtime.RootfsID == "" {
+		return 0, 0, errdefs.ErrNotFound.WithMessage("container " + c.ID + " has no writable layer")
+	}
+	if rw, err = e.images.RootfsSize(ctx, c.Runtime.RootfsID); err != nil {
+		return 0, 0, err
+	}
+	rootfs = rw
+	if img, err := e.images.LookupImage(ctx, c.ImageID); err == nil {
+		rootfs += img.Size()
+	}
+	return rw, rootfs, nil
+}
+
 // ListRequest is GET /containers/json.
 type ListRequest struct {
 	All     bool
@@ -355,11 +377,16 @@ func (e *Engine) ContainerPrune(ctx context.Context, filters string) (containert
 		if c.State.Running() {
 			continue
 		}
+		// As Docker: the space is what the containers wrote.
+		rw, _, sizeErr := e.ContainerSize(ctx, c.ID)
 		if err := e.ContainerRemove(ctx, c.ID, RemoveRequest{}); err != nil {
 			e.log.Warn("prune", "container", c.ID, "err", err)
 			continue
 		}
 		rep.ContainersDeleted = append(rep.ContainersDeleted, c.ID)
+		if sizeErr == nil && rw > 0 {
+			rep.SpaceReclaimed += uint64(rw)
+		}
 	}
 	return rep, nil
 }

@@ -40,6 +40,9 @@ type ImageStore interface {
 	// RootfsDriverData describes a writable layer as Docker's inspect
 	// does in GraphDriver.Data (LowerDir, MergedDir, UpperDir, WorkDir).
 	RootfsDriverData(ctx context.Context, rootfsID string) (map[string]string, error)
+	// RootfsSize is what the container changed in its writable layer, in
+	// bytes (Docker's SizeRw).
+	RootfsSize(ctx context.Context, rootfsID string) (int64, error)
 	// Rootfses lists the IDs of every writable layer.
 	Rootfses(ctx context.Context) ([]string, error)
 	// PullImage pulls fromImage:tag (the API's two parameters) from its

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -181,6 +182,42 @@ func TestDockerLifecycle(t *testing.T) {
 		t.Errorf("after prune: %q, want only %s", ps, keep)
 	}
 	run("rm", "-f", keep)
+}
+
+// docker ps -s and inspect --size: the writable layer's size (what the
+// container wrote) and, with the image's, the root file system's; prune
+// counts the former as reclaimed.
+func TestContainerSize(t *testing.T) {
+	d, ref := pulled(t)
+	dockerOK(t, d, "run", "--name", "wrote", "--label", "sizetest=1", ref, "sh", "-c", "head -c 102400 /dev/zero > /big")
+	dockerOK(t, d, "run", "--name", "clean", "--label", "sizetest=1", ref, "true")
+	imgSize, err := strconv.ParseInt(dockerOK(t, d, "image", "inspect", "-f", "{{.Size}}", ref), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]int64{"wrote": 102400, "clean": 0} {
+		out := dockerOK(t, d, "inspect", "--size", "-f", "{{.SizeRw}} {{.SizeRootFs}}", name)
+		var rw, root int64
+		if _, err := fmt.Sscan(out, &rw, &root); err != nil {
+			t.Fatalf("inspect --size of %s: %q: %v", name, out, err)
+		}
+		if rw != want || root != rw+imgSize {
+			t.Errorf("inspect --size of %s: SizeRw %d, SizeRootFs %d; want %d and %d (the image's %d more)", name, rw, root, want, want+imgSize, imgSize)
+		}
+	}
+	if out := dockerOK(t, d, "ps", "-a", "-s", "--filter", "name=wrote", "--format", "{{.Size}}"); !strings.HasPrefix(out, "102kB (virtual ") {
+		t.Errorf("docker ps -s of the container that wrote 100 KiB: %q", out)
+	}
+	if out := dockerOK(t, d, "inspect", "-f", "{{.SizeRw}}", "wrote"); out != "<nil>" {
+		t.Errorf("inspect without --size: SizeRw %q, want none", out)
+	}
+	// prune reports what the containers wrote as the space reclaimed.
+	if out := dockerOK(t, d, "container", "prune", "-f", "--filter", "label=sizetest=1"); !strings.Contains(out, "Total reclaimed space: 102.4kB") {
+		t.Errorf("prune of the two: %q", out)
+	}
+	if out := dockerOK(t, d, "ps", "-aq", "--filter", "label=sizetest=1"); out != "" {
+		t.Errorf("left after prune: %q", out)
+	}
 }
 
 func TestLogsFollowAndTail(t *testing.T) {

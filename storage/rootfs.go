@@ -69,6 +69,21 @@ func (s *Store) RootfsDriverData(ctx context.Context, id string) (map[string]str
 	}, nil
 }
 
+// RootfsSize is the size of the files in writable layer id, which is what
+// its container changed: containers/storage's size of the layer's diff
+// against the image (the upper directory's files with the overlay drivers).
+func (s *Store) RootfsSize(ctx context.Context, id string) (int64, error) {
+	c, err := s.cs.Container(id)
+	if err != nil {
+		return 0, fmt.Errorf("storage: rootfs %s: %w", id, classify(err))
+	}
+	n, err := s.cs.DiffSize("", c.LayerID)
+	if err != nil {
+		return 0, fmt.Errorf("storage: size of rootfs %s: %w", id, classify(err))
+	}
+	return n, nil
+}
+
 // Rootfses lists the writable layers: containers/storage's containers.
 func (s *Store) Rootfses(ctx context.Context) ([]string, error) {
 	cs, err := s.cs.Containers()
