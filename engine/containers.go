@@ -221,10 +221,7 @@ func (e *Engine) ContainerSize(ctx context.Context, ref string) (rw, rootfs int6
 	if err != nil {
 		return 0, 0, err
 	}
-	if c.Runtime.RootfsID == "" {
-		return 0, 0, errdefs.ErrNotFound.WithMessage("container " + c.ID + " has no writable layer")
-	}
-	if rw, err = e.images.RootfsSize(ctx, c.Runtime.RootfsID); err != nil {
+	if rw, err = e.rwSize(ctx, c); err != nil {
 		return 0, 0, err
 	}
 	rootfs = rw
@@ -232,6 +229,14 @@ func (e *Engine) ContainerSize(ctx context.Context, ref string) (rw, rootfs int6
 		rootfs += img.Size()
 	}
 	return rw, rootfs, nil
+}
+
+// rwSize is what c changed in its writable layer, in bytes.
+func (e *Engine) rwSize(ctx context.Context, c *container.Container) (int64, error) {
+	if c.Runtime.RootfsID == "" {
+		return 0, errdefs.ErrNotFound.WithMessage("container " + c.ID + " has no writable layer")
+	}
+	return e.images.RootfsSize(ctx, c.Runtime.RootfsID)
 }
 
 // ListRequest is GET /containers/json.
@@ -378,7 +383,7 @@ func (e *Engine) ContainerPrune(ctx context.Context, filters string) (containert
 			continue
 		}
 		// As Docker: the space is what the containers wrote.
-		rw, _, sizeErr := e.ContainerSize(ctx, c.ID)
+		rw, sizeErr := e.rwSize(ctx, c)
 		if err := e.ContainerRemove(ctx, c.ID, RemoveRequest{}); err != nil {
 			e.log.Warn("prune", "container", c.ID, "err", err)
 			continue
