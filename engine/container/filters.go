@@ -230,7 +230,7 @@ func (lf *listFilter) match(c *Container, ancestors map[string]bool) bool {
 	if len(lf.names) > 0 && !matchName(lf.names, c.Name) {
 		return false
 	}
-	if len(lf.labels) > 0 && !matchLabels(lf.labels, c.labels()) {
+	if len(lf.labels) > 0 && !MatchLabels(lf.labels, c.labels(), true) {
 		return false
 	}
 	if len(lf.exited) > 0 && !lf.matchExited(c.State) {
@@ -282,17 +282,55 @@ func matchName(ps []pattern, name string) bool {
 	return false
 }
 
-// matchLabels wants every value: "key" needs the label, "key=value" needs
-// it with that value.
-func matchLabels(values []string, labels map[string]string) bool {
+// MatchLabels is Docker's label filter: with want, every "key" or
+// "key=value" of values must hold for labels; without (prune's label!=),
+// none of them may.
+func MatchLabels(values []string, labels map[string]string, want bool) bool {
 	for _, v := range values {
-		k, want, hasValue := strings.Cut(v, "=")
+		k, val, hasVal := strings.Cut(v, "=")
 		got, ok := labels[k]
-		if !ok || hasValue && got != want {
+		holds := ok && (!hasVal || got == val)
+		if holds != want {
 			return false
 		}
 	}
 	return true
+}
+
+// MatchAny is Docker's filter match of a name or id: one of values is s
+// itself, or a regular expression found in s (so a plain word matches as
+// a substring).
+func MatchAny(values []string, s string) bool {
+	for _, v := range values {
+		if v == s {
+			return true
+		}
+		if re, err := regexp.Compile(v); err == nil {
+			if re.MatchString(s) {
+				return true
+			}
+		} else if strings.Contains(s, v) {
+			return true
+		}
+	}
+	return false
+}
+
+// Bool is the one boolean value of filter key (dangling=true), nil when
+// it is not given.
+func (f Filters) Bool(key string) (*bool, error) {
+	vs := f.Values(key)
+	if len(vs) == 0 {
+		return nil, nil
+	}
+	if len(vs) > 1 {
+		return nil, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("got more than one value for filter key %q", key))
+	}
+	b, err := strconv.ParseBool(vs[0])
+	if err != nil {
+		return nil, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid value for filter %q: %q", key, vs[0]))
+	}
+	return &b, nil
 }
 
 // matchExited only matches containers that ran and stopped.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"net/netip"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -178,7 +177,7 @@ func (m *Manager) NetworkList(ctx context.Context, filters string) ([]network.Su
 			return nil, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid filter: 'type'='%s'", t))
 		}
 	}
-	dangling, err := boolFilter(f, "dangling")
+	dangling, err := f.Bool("dangling")
 	if err != nil {
 		return nil, err
 	}
@@ -195,26 +194,11 @@ func (m *Manager) NetworkList(ctx context.Context, filters string) ([]network.Su
 	return out, nil
 }
 
-func boolFilter(f container.Filters, key string) (*bool, error) {
-	vs := f.Values(key)
-	if len(vs) == 0 {
-		return nil, nil
-	}
-	if len(vs) > 1 {
-		return nil, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("got more than one value for filter key %q", key))
-	}
-	b, err := strconv.ParseBool(vs[0])
-	if err != nil {
-		return nil, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid value for filter %q: %q", key, vs[0]))
-	}
-	return &b, nil
-}
-
 func matchList(f container.Filters, dangling *bool, n *netState) bool {
-	if vs := f.Values("name"); len(vs) > 0 && !matchAny(vs, n.Name) {
+	if vs := f.Values("name"); len(vs) > 0 && !container.MatchAny(vs, n.Name) {
 		return false
 	}
-	if vs := f.Values("id"); len(vs) > 0 && !matchAny(vs, n.ID) {
+	if vs := f.Values("id"); len(vs) > 0 && !container.MatchAny(vs, n.ID) {
 		return false
 	}
 	if vs := f.Values("driver"); len(vs) > 0 && !slices.Contains(vs, n.Driver) {
@@ -232,44 +216,12 @@ func matchList(f container.Filters, dangling *bool, n *netState) bool {
 			return false
 		}
 	}
-	if !matchLabels(f.Values("label"), n.Labels, true) {
+	if !container.MatchLabels(f.Values("label"), n.Labels, true) {
 		return false
 	}
 	if dangling != nil {
 		unused := !n.Predefined() && len(n.eps) == 0
 		if unused != *dangling {
-			return false
-		}
-	}
-	return true
-}
-
-// matchAny is Docker's filter match: the value itself, or a regular
-// expression found in s (so a plain word matches as a substring).
-func matchAny(values []string, s string) bool {
-	for _, v := range values {
-		if v == s {
-			return true
-		}
-		if re, err := regexp.Compile(v); err == nil {
-			if re.MatchString(s) {
-				return true
-			}
-		} else if strings.Contains(s, v) {
-			return true
-		}
-	}
-	return false
-}
-
-// matchLabels: every "key" or "key=value" must hold (want true), or none
-// of them (want false, for prune's label!=).
-func matchLabels(values []string, labels map[string]string, want bool) bool {
-	for _, v := range values {
-		k, val, hasVal := strings.Cut(v, "=")
-		got, ok := labels[k]
-		holds := ok && (!hasVal || got == val)
-		if holds != want {
 			return false
 		}
 	}
@@ -350,7 +302,7 @@ func (m *Manager) NetworkPrune(ctx context.Context, filters string) (network.Pru
 		if n.Predefined() || len(n.eps) > 0 {
 			continue
 		}
-		if !matchLabels(f.Values("label"), n.Labels, true) || !matchLabels(f.Values("label!"), n.Labels, false) {
+		if !container.MatchLabels(f.Values("label"), n.Labels, true) || !container.MatchLabels(f.Values("label!"), n.Labels, false) {
 			continue
 		}
 		if !until.IsZero() && !n.Created.Before(until) {
