@@ -9,6 +9,7 @@ import (
 	"github.com/hutch-engine/hutch/engine/container"
 	containertypes "github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/api/types/volume"
 )
 
 // noContainers is a ContainerBackend that has no containers: every call is
@@ -104,4 +105,18 @@ func (noContainers) NetworkConnect(context.Context, string, network.ConnectReque
 }
 func (noContainers) NetworkDisconnect(context.Context, string, network.DisconnectRequest) error {
 	return errNoContainers
+}
+
+func (noContainers) VolumeCreate(context.Context, volume.CreateRequest) (volume.Volume, error) {
+	return volume.Volume{}, errNoContainers
+}
+func (noContainers) VolumeInspect(context.Context, string) (volume.Volume, error) {
+	return volume.Volume{}, errNoContainers
+}
+func (noContainers) VolumeList(context.Context, string) (volume.ListResponse, error) {
+	return volume.ListResponse{}, errNoContainers
+}
+func (noContainers) VolumeRemove(context.Context, string, bool) error { return errNoContainers }
+func (noContainers) VolumesPrune(context.Context, string, bool) (volume.PruneReport, error) {
+	return volume.PruneReport{}, errNoContainers
 }

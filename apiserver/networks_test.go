@@ -74,12 +74,10 @@ func (f *fakeNetworks) NetworkDisconnect(_ context.Context, ref string, req netw
 }
 
 func TestNetworkRoutes(t *testing.T) {
-	tests := []struct {
-		method, target, body string
-		status               int
-		call                 string
-		contains             string
-	}{
+	checkRoutes(t, func() (Backend, *[]string) {
+		f := &fakeNetworks{}
+		return f, &f.calls
+	}, []routeTest{
 		{"POST", "/v1.41/networks/create", `{"Name":"n1","Driver":"bridge"}`, 201, "create n1 bridge", `"Id":"abc"`},
 		{"POST", "/networks/create", `{"Name":"dup"}`, 409, "create dup ", "network with name dup already exists"},
 		{"POST", "/networks/create", `{"Name":`, 400, "", "invalid JSON"},
@@ -95,10 +93,25 @@ func TestNetworkRoutes(t *testing.T) {
 		{"POST", "/networks/n1/connect", `{"Container":"c1","EndpointConfig":{"Aliases":["a1"]}}`, 200, "connect n1 c1 a1", ""},
 		{"POST", "/networks/n1/disconnect", `{"Container":"c1","Force":true}`, 200, "disconnect n1 c1 force", ""},
 		{"POST", "/networks/prune", "", 200, "prune ", `"NetworksDeleted":["p1"]`},
-	}
+	})
+}
+
+// routeTest is one request to a route, what the backend fake must have
+// been called with first, and what the answer must be.
+type routeTest struct {
+	method, target, body string
+	status               int
+	call                 string
+	contains             string
+}
+
+// checkRoutes sends each request to a server on a new fake and checks the
+// answer and the fake's first call.
+func checkRoutes(t *testing.T, fake func() (Backend, *[]string), tests []routeTest) {
+	t.Helper()
 	for _, tc := range tests {
 		t.Run(tc.method+" "+tc.target, func(t *testing.T) {
-			f := &fakeNetworks{}
+			f, calls := fake()
 			s := New(f, Options{Logger: testLogger(t)})
 			req := httptest.NewRequest(tc.method, tc.target, strings.NewReader(tc.body))
 			if tc.body != "" {
@@ -111,8 +124,8 @@ func TestNetworkRoutes(t *testing.T) {
 				t.Errorf("%s %s = %d %s, want %d with %q", tc.method, tc.target, rec.Code, body, tc.status, tc.contains)
 			}
 			call := ""
-			if len(f.calls) > 0 {
-				call = f.calls[0]
+			if len(*calls) > 0 {
+				call = (*calls)[0]
 			}
 			if call != tc.call {
 				t.Errorf("backend call %q, want %q", call, tc.call)

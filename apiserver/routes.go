@@ -77,6 +77,13 @@ func (s *Server) routes() []route {
 		{http.MethodGet, "/containers/{id}/archive", s.archiveGet},
 		{http.MethodPut, "/containers/{id}/archive", s.archivePut},
 
+		// volumes
+		{http.MethodPost, "/volumes/create", s.volumeCreate},
+		{http.MethodGet, "/volumes", s.volumeList},
+		{http.MethodGet, "/volumes/{$}", s.volumeList},
+		{http.MethodPost, "/volumes/prune", s.volumePrune},
+		{http.MethodGet, "/volumes/{name}", s.volumeInspect},
+		{http.MethodDelete, "/volumes/{name}", s.volumeRemove},
 		// networks
 		{http.MethodPost, "/networks/create", s.networkCreate},
 		{http.MethodGet, "/networks", s.networkList},

@@ -54,6 +54,7 @@ type Backend interface {
 	ArchiveBackend
 	CommitBackend
 	NetworkBackend
+	VolumeBackend
 }
 
 // Options configures a Server.

@@ -89,11 +89,27 @@ func (e *Engine) ContainerCreate(ctx context.Context, req CreateRequest) (contai
 	}
 	args := append(slices.Clone([]string(cfg.Entrypoint)), cfg.Cmd...)
 	c.Path, c.Args = args[0], args[1:]
+	if len(hc.Binds)+len(hc.Mounts)+len(cfg.Volumes) > 0 {
+		// No volume it makes or mounts goes before its record is made.
+		e.volMu.Lock()
+		defer e.volMu.Unlock()
+	}
+	cm, err := e.containerMounts(cfg, hc)
+	if err != nil {
+		return containertypes.CreateResponse{}, err
+	}
+	c.Mounts = cm.points
 
 	endRootfs := e.phase("create/rootfs", id)
 	rootfsID, err := e.createRootfs(ctx, id, imageID, hc.AutoRemove)
 	endRootfs()
+	if err == nil {
+		if err = e.fillVolumes(ctx, rootfsID, cm.copyUp); err != nil {
+			e.removeRootfs(rootfsID)
+		}
+	}
 	if err != nil {
+		e.removeVolumes(cm.made)
 		return containertypes.CreateResponse{}, err
 	}
 	dir := e.containers.Dir(id)
@@ -110,6 +126,7 @@ func (e *Engine) ContainerCreate(ctx context.Context, req CreateRequest) (contai
 	endRecord()
 	if err != nil {
 		e.removeRootfs(rootfsID)
+		e.removeVolumes(cm.made)
 		return containertypes.CreateResponse{}, err
 	}
 	return containertypes.CreateResponse{ID: id, Warnings: e.createWarnings(hc)}, nil
@@ -308,13 +325,14 @@ func (e *Engine) ContainerRemove(ctx context.Context, ref string, req RemoveRequ
 			return err
 		}
 	}
-	return e.finishRemove(ctx, c.ID)
+	return e.finishRemove(ctx, c.ID, req.Volumes)
 }
 
-// finishRemove deletes what a container is made of, then its record; its
-// writable layer is deleted or emptied for reuse afterwards, in the
-// background (rootfsRemover, rootfsPool).
-func (e *Engine) finishRemove(ctx context.Context, id string) error {
+// finishRemove deletes what a container is made of, then its record, and
+// with volumes its anonymous volumes; its writable layer is deleted or
+// emptied for reuse afterwards, in the background (rootfsRemover,
+// rootfsPool).
+func (e *Engine) finishRemove(ctx context.Context, id string, volumes bool) error {
 	defer e.phase("remove", id)()
 	c, err := e.containers.Get(ctx, id)
 	if err != nil {
@@ -328,6 +346,11 @@ func (e *Engine) finishRemove(ctx context.Context, id string) error {
 	}
 	if err := e.containers.Delete(ctx, id); err != nil {
 		return err
+	}
+	if volumes {
+		if err := e.removeAnonymousVolumes(ctx, c); err != nil {
+			e.log.Warn("removing the container's anonymous volumes", "container", id, "err", err)
+		}
 	}
 	if c.Runtime.RootfsID != "" {
 		volatile := c.HostConfig != nil && c.HostConfig.AutoRemove

@@ -18,6 +18,7 @@ import (
 
 	"github.com/hutch-engine/hutch/engine/container"
 	"github.com/hutch-engine/hutch/engine/shim"
+	"github.com/hutch-engine/hutch/engine/volume"
 	"github.com/hutch-engine/hutch/internal/atomicfile"
 )
 
@@ -63,13 +64,18 @@ type Engine struct {
 	log        *slog.Logger
 	images     ImageStore
 	containers *container.Store
-	runs       *runs
-	joins      netnsJoins
-	rootfs     rootfsRemover
-	pool       rootfsPool
-	host       shim.Host
-	execs      execStore
-	starts     *startGate
+	volumes    *volume.Store
+	// volMu orders what makes, mounts and removes volumes: a volume is
+	// not removed between its making and the record of the container
+	// that mounts it.
+	volMu  sync.Mutex
+	runs   *runs
+	joins  netnsJoins
+	rootfs rootfsRemover
+	pool   rootfsPool
+	host   shim.Host
+	execs  execStore
+	starts *startGate
 	// monitors counts the monitor goroutines, so that Close returns only
 	// after every ended run is cleaned up (rootfs, network).
 	monitors sync.WaitGroup
@@ -94,7 +100,11 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	for _, le := range store.Skipped() {
 		opts.Logger.Warn("skipped a damaged container record", "dir", le.Dir, "err", le.Err)
 	}
-	e := &Engine{opts: opts, id: id, log: opts.Logger, images: opts.Images, containers: store, runs: newRuns(), host: shim.DetectHost()}
+	volumes, err := volume.Open(filepath.Join(opts.DataRoot, "volumes"))
+	if err != nil {
+		return nil, fmt.Errorf("volume store: %w", err)
+	}
+	e := &Engine{opts: opts, id: id, log: opts.Logger, images: opts.Images, containers: store, volumes: volumes, runs: newRuns(), host: shim.DetectHost()}
 	e.starts = newStartGate(runtime.NumCPU(), startLease)
 	e.rootfs.idle.L = &e.rootfs.mu
 	if err := e.reconcile(ctx); err != nil {

@@ -103,7 +103,7 @@ func (e *Engine) ContainerStart(ctx context.Context, ref string) error {
 		// (docker run --rm waits for that).
 		if c.HostConfig != nil && c.HostConfig.AutoRemove {
 			if e.containers.Update(bg, c.ID, func(c *container.Container) error { return c.State.SetRemoving(c.ID, true) }) == nil {
-				e.finishRemove(bg, c.ID)
+				e.finishRemove(bg, c.ID, true)
 			}
 		}
 		return err
@@ -191,6 +191,7 @@ func (e *Engine) startShim(ctx context.Context, c *container.Container) (*shim.C
 		Hostname:   c.Config.Hostname,
 		NetNSPath:  att.NetNSPath,
 		EtcFiles:   etc,
+		Volumes:    volumeDirs(c),
 		Rootless:   e.opts.Rootless,
 		SingleUID:  e.opts.IDMap == "single",
 		InitPath:   e.opts.InitBinary,
@@ -294,7 +295,7 @@ func (e *Engine) monitor(id string, client *shim.Client) {
 	os.Remove(c.Runtime.ShimSocket)
 	endCleanup()
 	if removing {
-		if err := e.finishRemove(ctx, id); err != nil {
+		if err := e.finishRemove(ctx, id, true); err != nil {
 			e.log.Error("auto-remove", "container", id, "err", err)
 		}
 	}

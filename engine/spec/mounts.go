@@ -198,10 +198,14 @@ func (b *builder) specMount(m mount.Mount) (specs.Mount, error) {
 		}
 		return tmpfsMount(dst, opts), nil
 	case mount.TypeVolume:
-		if m.Source == "" {
-			return specs.Mount{}, fmt.Errorf("volume at %s: volumes are not supported yet: %w", dst, errdefs.ErrNotImplemented)
+		if o := m.VolumeOptions; o != nil && o.Subpath != "" {
+			return specs.Mount{}, fmt.Errorf("volume at %s: volume subpaths are not supported yet: %w", dst, errdefs.ErrNotImplemented)
 		}
-		return specs.Mount{}, fmt.Errorf("volume %q at %s: named volumes are not supported yet: %w", m.Source, dst, errdefs.ErrNotImplemented)
+		dir, ok := b.in.Volumes[dst]
+		if !ok {
+			return specs.Mount{}, fmt.Errorf("volume at %s: no volume was made for it at create: %w", dst, errdefs.ErrInvalidArgument)
+		}
+		return volumeMount(dst, dir, m.ReadOnly), nil
 	case mount.TypeImage:
 		return specs.Mount{}, fmt.Errorf("image mount at %s: image mounts are not supported yet: %w", dst, errdefs.ErrNotImplemented)
 	default:
@@ -407,7 +411,23 @@ func (b *builder) userMounts() ([]specs.Mount, error) {
 		}
 		seen[m.Destination] = true
 	}
+	// The anonymous volumes of Config.Volumes (the image's VOLUME, and
+	// -v /path), where no other mount is.
+	for _, dst := range slices.Sorted(maps.Keys(b.in.Volumes)) {
+		if !seen[dst] {
+			out = append(out, volumeMount(dst, b.in.Volumes[dst], false))
+		}
+	}
 	return out, nil
+}
+
+// volumeMount binds the volume directory dir at dst.
+func volumeMount(dst, dir string, readOnly bool) specs.Mount {
+	opts := []string{"rbind", "rprivate"}
+	if readOnly {
+		opts = append(opts, "ro")
+	}
+	return specs.Mount{Destination: dst, Type: "bind", Source: dir, Options: opts}
 }
 
 // mounts is the spec's mount list: Docker's defaults (minus those a user

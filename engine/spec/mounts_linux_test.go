@@ -38,12 +38,14 @@ func TestBuildBinds(t *testing.T) {
 	writeFiles(t, host, map[string]string{"data/f": "x", "conf.txt": "y"})
 	data, conf := filepath.Join(host, "data"), filepath.Join(host, "conf.txt")
 	missing := filepath.Join(host, "missing")
+	vol := filepath.Join(host, "volumes", "vol", "_data")
 	tests := []struct {
-		name  string
-		binds []string
-		want  []specs.Mount
-		err   error
-		text  string
+		name    string
+		binds   []string
+		volumes map[string]string
+		want    []specs.Mount
+		err     error
+		text    string
 	}{
 		{name: "rw dir", binds: []string{data + ":/data"},
 			want: []specs.Mount{{Destination: "/data", Type: "bind", Source: data, Options: []string{"rbind", "rprivate"}}}},
@@ -59,9 +61,18 @@ func TestBuildBinds(t *testing.T) {
 			}},
 		{name: "missing source", binds: []string{missing + ":/m"}, err: errdefs.ErrInvalidArgument,
 			text: "invalid volume specification: '" + missing + ":/m': invalid mount config for type \"bind\": bind source path does not exist: " + missing},
-		{name: "named volume", binds: []string{"vol:/v"}, err: errdefs.ErrNotImplemented, text: "named volumes are not supported yet"},
-		{name: "relative source is a volume name", binds: []string{"rel/dir:/v"}, err: errdefs.ErrNotImplemented, text: "named volumes are not supported yet"},
-		{name: "anonymous volume", binds: []string{"/v"}, err: errdefs.ErrNotImplemented, text: "volumes are not supported yet"},
+		{name: "named volume", binds: []string{"vol:/v"}, volumes: map[string]string{"/v": vol},
+			want: []specs.Mount{{Destination: "/v", Type: "bind", Source: vol, Options: []string{"rbind", "rprivate"}}}},
+		{name: "named volume ro", binds: []string{"vol:/v:ro,nocopy"}, volumes: map[string]string{"/v": vol},
+			want: []specs.Mount{{Destination: "/v", Type: "bind", Source: vol, Options: []string{"rbind", "rprivate", "ro"}}}},
+		{name: "volume not made", binds: []string{"vol:/v"}, err: errdefs.ErrInvalidArgument, text: "no volume was made for it"},
+		{name: "relative source is a volume name", binds: []string{"rel/dir:/v"}, err: errdefs.ErrInvalidArgument, text: "no volume was made for it"},
+		{name: "anonymous volume", binds: []string{"/v"}, volumes: map[string]string{"/v": vol},
+			want: []specs.Mount{{Destination: "/v", Type: "bind", Source: vol, Options: []string{"rbind", "rprivate"}}}},
+		{name: "image volume where no mount is", volumes: map[string]string{"/anon": vol},
+			want: []specs.Mount{{Destination: "/anon", Type: "bind", Source: vol, Options: []string{"rbind", "rprivate"}}}},
+		{name: "image volume under a bind", binds: []string{data + ":/anon"}, volumes: map[string]string{"/anon": vol},
+			want: []specs.Mount{{Destination: "/anon", Type: "bind", Source: data, Options: []string{"rbind", "rprivate"}}}},
 		{name: "duplicate", binds: []string{data + ":/d", conf + ":/d/"}, err: errdefs.ErrInvalidArgument, text: "Duplicate mount point: /d"},
 		{name: "bad mode", binds: []string{data + ":/d:bogus"}, err: errdefs.ErrInvalidArgument, text: "invalid mode"},
 		{name: "root target", binds: []string{data + ":/"}, err: errdefs.ErrInvalidArgument},
@@ -70,6 +81,7 @@ func TestBuildBinds(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			in := testInput(t)
 			in.HostConfig.Binds = tt.binds
+			in.Volumes = tt.volumes
 			s, _, err := Build(in)
 			if tt.err != nil {
 				if !errors.Is(err, tt.err) || !strings.Contains(fmtErr(err), tt.text) {
@@ -95,6 +107,7 @@ func TestBuildMountsField(t *testing.T) {
 	host := t.TempDir()
 	writeFiles(t, host, map[string]string{"d/f": ""})
 	src := filepath.Join(host, "d")
+	vol := filepath.Join(host, "volumes", "v", "_data")
 	tests := []struct {
 		name string
 		m    mount.Mount
@@ -118,7 +131,11 @@ func TestBuildMountsField(t *testing.T) {
 		{name: "bind options on tmpfs", m: mount.Mount{Type: "tmpfs", Target: "/t", BindOptions: &mount.BindOptions{}}, err: errdefs.ErrInvalidArgument, text: "BindOptions"},
 		{name: "bad propagation", m: mount.Mount{Type: "bind", Source: src, Target: "/d", BindOptions: &mount.BindOptions{Propagation: "weird"}}, err: errdefs.ErrInvalidArgument},
 		{name: "ro conflict", m: mount.Mount{Type: "bind", Source: src, Target: "/d", ReadOnly: true, BindOptions: &mount.BindOptions{ReadOnlyNonRecursive: true, ReadOnlyForceRecursive: true}}, err: errdefs.ErrInvalidArgument},
-		{name: "volume", m: mount.Mount{Type: "volume", Source: "v", Target: "/v"}, err: errdefs.ErrNotImplemented},
+		{name: "volume", m: mount.Mount{Type: "volume", Source: "v", Target: "/v"},
+			want: specs.Mount{Destination: "/v", Type: "bind", Source: vol, Options: []string{"rbind", "rprivate"}}},
+		{name: "volume ro", m: mount.Mount{Type: "volume", Source: "v", Target: "/v", ReadOnly: true},
+			want: specs.Mount{Destination: "/v", Type: "bind", Source: vol, Options: []string{"rbind", "rprivate", "ro"}}},
+		{name: "volume subpath", m: mount.Mount{Type: "volume", Source: "v", Target: "/v", VolumeOptions: &mount.VolumeOptions{Subpath: "x"}}, err: errdefs.ErrNotImplemented},
 		{name: "image", m: mount.Mount{Type: "image", Source: "busybox", Target: "/i"}, err: errdefs.ErrNotImplemented},
 		{name: "npipe", m: mount.Mount{Type: "npipe", Source: "x", Target: "/p"}, err: errdefs.ErrInvalidArgument, text: "mount type unknown"},
 	}
@@ -126,6 +143,7 @@ func TestBuildMountsField(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			in := testInput(t)
 			in.HostConfig.Mounts = []mount.Mount{tt.m}
+			in.Volumes = map[string]string{"/v": vol}
 			s, _, err := Build(in)
 			if tt.err != nil {
 				if !errors.Is(err, tt.err) || !strings.Contains(fmtErr(err), tt.text) {

@@ -51,6 +51,11 @@ type Input struct {
 	// EtcFiles are bind-mounted over /etc/hosts, /etc/hostname and
 	// /etc/resolv.conf.
 	EtcFiles EtcFiles
+	// Volumes are the directories of the container's volumes by
+	// destination: those of its volume mounts (Binds, Mounts) and of its
+	// anonymous volumes (Config.Volumes), which are mounted where no
+	// other mount is.
+	Volumes map[string]string
 	// Rootless: the engine runs in a user namespace (rootlesskit's), so it
 	// cannot raise rlimits above its own and the host's IPC namespace is
 	// not its own.

@@ -1,0 +1,195 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/containerd/errdefs"
+	"github.com/hutch-engine/hutch/engine/container"
+	"github.com/hutch-engine/hutch/engine/spec"
+	"github.com/hutch-engine/hutch/engine/volume"
+	containertypes "github.com/moby/moby/api/types/container"
+	mounttypes "github.com/moby/moby/api/types/mount"
+)
+
+// createdMounts is what a container's create made of its mounts.
+type createdMounts struct {
+	points []containertypes.MountPoint // inspect's Mounts
+	made   []string                    // volumes made for it
+	copyUp []containertypes.MountPoint // volumes to fill from the image
+}
+
+// containerMounts resolves the binds, mounts and anonymous volumes
+// (Config.Volumes: the image's VOLUME and -v /path) of a new container into
+// the mount points its record keeps, making the volumes that do not exist
+// yet. On error it has removed what it made.
+func (e *Engine) containerMounts(cfg *containertypes.Config, hc *containertypes.HostConfig) (cm createdMounts, err error) {
+	defer func() {
+		if err != nil {
+			e.removeVolumes(cm.made)
+			cm = createdMounts{}
+		}
+	}()
+	taken := map[string]bool{}
+	add := func(m mounttypes.Mount, mode string) error {
+		mp := containertypes.MountPoint{Type: m.Type, Destination: path.Clean(m.Target), Mode: mode, RW: !m.ReadOnly}
+		switch m.Type {
+		case mounttypes.TypeBind:
+			mp.Source = path.Clean(m.Source)
+			mp.Propagation = mounttypes.PropagationRPrivate
+			if m.BindOptions != nil && m.BindOptions.Propagation != "" {
+				mp.Propagation = m.BindOptions.Propagation
+			}
+		case mounttypes.TypeVolume:
+			v, err := e.mountVolume(m, &cm)
+			if err != nil {
+				return err
+			}
+			mp.Name, mp.Source, mp.Driver = v.Name, v.Mountpoint, localDriver
+			if m.VolumeOptions == nil || !m.VolumeOptions.NoCopy {
+				cm.copyUp = append(cm.copyUp, mp)
+			}
+		case mounttypes.TypeTmpfs:
+		default:
+			return nil // refused with Docker's words when the spec is built
+		}
+		taken[mp.Destination] = true
+		cm.points = append(cm.points, mp)
+		return nil
+	}
+	for _, raw := range hc.Binds {
+		m, err := spec.ParseBind(raw)
+		if err != nil {
+			return cm, err
+		}
+		mode := ""
+		if f := strings.SplitN(raw, ":", 3); len(f) == 3 {
+			mode = f[2]
+		}
+		if err := add(m, mode); err != nil {
+			return cm, err
+		}
+	}
+	for _, m := range hc.Mounts {
+		if err := add(m, ""); err != nil {
+			return cm, err
+		}
+	}
+	for _, dst := range slices.Sorted(maps.Keys(hc.Tmpfs)) {
+		taken[path.Clean(dst)] = true
+	}
+	for _, dst := range slices.Sorted(maps.Keys(cfg.Volumes)) {
+		if !path.IsAbs(dst) || path.Clean(dst) == "/" {
+			return cm, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid volume %q: the mount point must be an absolute path other than /", dst))
+		}
+		if taken[path.Clean(dst)] {
+			continue
+		}
+		if err := add(mounttypes.Mount{Type: mounttypes.TypeVolume, Target: dst}, ""); err != nil {
+			return cm, err
+		}
+	}
+	return cm, nil
+}
+
+// mountVolume is the volume m names, made if it does not exist (with m's
+// labels), or a new anonymous one when m names none.
+func (e *Engine) mountVolume(m mounttypes.Mount, cm *createdMounts) (*volume.Volume, error) {
+	var labels map[string]string
+	if o := m.VolumeOptions; o != nil {
+		if o.Subpath != "" {
+			return nil, errdefs.ErrNotImplemented.WithMessage(fmt.Sprintf("volume %s at %s: volume subpaths are not supported yet", m.Source, m.Target))
+		}
+		labels = o.Labels
+		if o.DriverConfig != nil {
+			if err := checkDriver(m.Source, o.DriverConfig.Name, o.DriverConfig.Options); err != nil {
+				return nil, err
+			}
+		}
+	}
+	v, made, err := e.volumes.Create(m.Source, labels, m.Source == "")
+	if err != nil {
+		return nil, err
+	}
+	if made {
+		cm.made = append(cm.made, v.Name)
+	}
+	return v, nil
+}
+
+// fillVolumes copies the image's content at each volume's mount point into
+// the volume when the volume is empty, as Docker does at create.
+func (e *Engine) fillVolumes(ctx context.Context, rootfsID string, mps []containertypes.MountPoint) error {
+	if len(mps) == 0 {
+		return nil
+	}
+	rootfs, err := e.images.MountRootfs(ctx, rootfsID)
+	if err != nil {
+		return err
+	}
+	defer e.images.UnmountRootfs(context.WithoutCancel(ctx), rootfsID)
+	for _, mp := range mps {
+		if err := volume.CopyUp(rootfs, mp.Destination, mp.Source); err != nil {
+			return fmt.Errorf("volume %s at %s: %w", mp.Name, mp.Destination, err)
+		}
+	}
+	return nil
+}
+
+// volumeDirs are c's volume directories by destination, for the spec.
+func volumeDirs(c *container.Container) map[string]string {
+	var out map[string]string
+	for _, mp := range c.Mounts {
+		if mp.Type == mounttypes.TypeVolume {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[mp.Destination] = mp.Source
+		}
+	}
+	return out
+}
+
+// removeAnonymousVolumes removes c's anonymous volumes that no other
+// container mounts: `docker rm -v`, and --rm.
+func (e *Engine) removeAnonymousVolumes(ctx context.Context, c *container.Container) error {
+	var names []string
+	for _, mp := range c.Mounts {
+		if mp.Type != mounttypes.TypeVolume {
+			continue
+		}
+		if v, err := e.volumes.Get(mp.Name); err == nil && v.Anonymous {
+			names = append(names, v.Name)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	e.volMu.Lock()
+	defer e.volMu.Unlock()
+	used, err := e.volumeUsers(ctx)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, n := range names {
+		if len(used[n]) == 0 {
+			errs = append(errs, e.volumes.Remove(n))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// removeVolumes removes the volumes names, made for a create that failed.
+func (e *Engine) removeVolumes(names []string) {
+	for _, n := range names {
+		if err := e.volumes.Remove(n); err != nil {
+			e.log.Warn("removing a volume of a failed create", "volume", n, "err", err)
+		}
+	}
+}

@@ -1,0 +1,121 @@
+package volume
+
+import (
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/containerd/errdefs"
+)
+
+func TestStore(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "volumes")
+	s, err := Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, made, err := s.Create("data", map[string]string{"a": "b"}, false)
+	if err != nil || !made {
+		t.Fatalf("Create = %v, %v", made, err)
+	}
+	if v.Mountpoint != filepath.Join(root, "data", "_data") || v.CreatedAt.IsZero() {
+		t.Errorf("volume = %+v", v)
+	}
+	if err := os.WriteFile(filepath.Join(v.Mountpoint, "f"), []byte("12345"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A second create of the name gives the volume as it is.
+	again, made, err := s.Create("data", map[string]string{"other": ""}, false)
+	if err != nil || made || !maps.Equal(again.Labels, map[string]string{"a": "b"}) {
+		t.Errorf("second Create = %+v, %v, %v", again, made, err)
+	}
+	anon, _, err := s.Create("", nil, true)
+	if err != nil || len(anon.Name) != 64 || !anon.Anonymous {
+		t.Fatalf("anonymous Create = %+v, %v", anon, err)
+	}
+	got, err := s.Get("data")
+	if err != nil || got.Name != "data" || got.Labels["a"] != "b" || !got.CreatedAt.Equal(v.CreatedAt) {
+		t.Errorf("Get = %+v, %v", got, err)
+	}
+	if n, err := s.Size("data"); err != nil || n != 5 {
+		t.Errorf("Size = %d, %v", n, err)
+	}
+
+	// The store's state is in its files: a new Store sees the same.
+	s2, err := Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := s2.List()
+	if err != nil || len(list) != 2 {
+		t.Fatalf("List = %v, %v", list, err)
+	}
+	names := []string{list[0].Name, list[1].Name}
+	if !(names[0] == anon.Name && names[1] == "data") {
+		t.Errorf("List names = %q, want sorted [%s data]", names, anon.Name)
+	}
+
+	if err := s2.Remove("data"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s2.Get("data"); !errdefs.IsNotFound(err) || err.Error() != "get data: no such volume" {
+		t.Errorf("Get after Remove = %v", err)
+	}
+	if err := s2.Remove("data"); !errdefs.IsNotFound(err) {
+		t.Errorf("second Remove = %v", err)
+	}
+	entries, _ := os.ReadDir(root)
+	if len(entries) != 1 || entries[0].Name() != anon.Name {
+		t.Errorf("root after Remove holds %v", entries)
+	}
+}
+
+func TestStoreNames(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a", "-x", "_x", ".x", "a/b", "../x", "a b", "a:b", "é1"} {
+		if _, _, err := s.Create(name, nil, false); !errdefs.IsInvalidArgument(err) || !strings.Contains(err.Error(), "includes invalid characters for a local volume name") {
+			t.Errorf("Create(%q) = %v, want invalid argument", name, err)
+		}
+		if _, err := s.Get(name); !errdefs.IsNotFound(err) {
+			t.Errorf("Get(%q) = %v, want not found", name, err)
+		}
+		if err := s.Remove(name); !errdefs.IsNotFound(err) {
+			t.Errorf("Remove(%q) = %v, want not found", name, err)
+		}
+	}
+	for _, name := range []string{"ab", "A1", "my_vol.1-x", "0a"} {
+		if _, _, err := s.Create(name, nil, false); err != nil {
+			t.Errorf("Create(%q) = %v", name, err)
+		}
+	}
+}
+
+// What a create or a removal interrupted by a crash left is gone at the
+// next Open, and never listed.
+func TestStoreOpenClears(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{".new-123/_data", ".gone-456/_data/x"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if entries, _ := os.ReadDir(root); len(entries) != 0 {
+		t.Errorf("root after Open holds %v", entries)
+	}
+	// A directory that is no volume (no volume.json) is not listed.
+	if err := os.MkdirAll(filepath.Join(root, "stray", "_data"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if list, err := s.List(); err != nil || len(list) != 0 {
+		t.Errorf("List = %v, %v", list, err)
+	}
+}

@@ -1,0 +1,152 @@
+//go:build integration
+
+package integration
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// Named volumes: docker volume create, inspect, ls and rm, data kept from
+// one container to the next, read-only mounts, a volume in use refused,
+// one made by docker run, and the image's content copied into an empty
+// volume.
+func TestNamedVolumes(t *testing.T) {
+	d, ref := pulled(t)
+	if out := dockerOK(t, d, "volume", "create", "--label", "team=a", "named"); out != "named" {
+		t.Errorf("volume create printed %q", out)
+	}
+	mp := filepath.Join(d.Data, "hutch", "volumes", "named", "_data")
+	if out := dockerOK(t, d, "volume", "inspect", "-f", "{{.Driver}} {{.Scope}} {{.Labels}} {{.Mountpoint}}", "named"); out != "local local map[team:a] "+mp {
+		t.Errorf("volume inspect = %q, want local, team=a and %s", out, mp)
+	}
+	if fi, err := os.Stat(filepath.Dir(filepath.Dir(mp))); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("the volumes directory: %v, %v; want mode 0700", fi, err)
+	}
+
+	dockerOK(t, d, "run", "--rm", "-v", "named:/data", ref, "sh", "-c", "echo kept > /data/f")
+	if out := dockerOK(t, d, "run", "--rm", "-v", "named:/data:ro", ref, "cat", "/data/f"); out != "kept" {
+		t.Errorf("the next container read %q from the volume", out)
+	}
+	if out, err := d.Docker(t, "run", "--rm", "-v", "named:/data:ro", ref, "touch", "/data/g"); err == nil || !strings.Contains(out, "Read-only file system") {
+		t.Errorf("writing to a read-only volume: %v, %q", err, out)
+	}
+
+	// A container holds the volume, running or not.
+	dockerOK(t, d, "create", "--name", "holder", "--mount", "type=volume,source=named,target=/data", ref, "true")
+	var mounts []struct{ Type, Name, Source, Destination, Driver string }
+	if err := json.Unmarshal([]byte(dockerOK(t, d, "inspect", "-f", "{{json .Mounts}}", "holder")), &mounts); err != nil {
+		t.Fatal(err)
+	}
+	if len(mounts) != 1 || mounts[0].Type != "volume" || mounts[0].Name != "named" || mounts[0].Source != mp || mounts[0].Destination != "/data" || mounts[0].Driver != "local" {
+		t.Errorf("inspect Mounts = %+v", mounts)
+	}
+	if out, err := d.Docker(t, "volume", "rm", "named"); err == nil || !strings.Contains(out, "volume is in use") {
+		t.Errorf("volume rm of a volume in use: %v, %q", err, out)
+	}
+	if out := dockerOK(t, d, "volume", "ls", "-q", "--filter", "dangling=true"); strings.Contains(out, "named") {
+		t.Errorf("volume ls dangling=true lists the volume in use: %q", out)
+	}
+	// A create that fails (the name is taken) makes no volume.
+	if out, err := d.Docker(t, "create", "--name", "holder", "-v", "never:/data", ref, "true"); err == nil || !strings.Contains(out, "Conflict") {
+		t.Errorf("create with a name in use: %v, %q", err, out)
+	}
+	if out, err := d.Docker(t, "volume", "inspect", "never"); err == nil || !strings.Contains(out, "no such volume") {
+		t.Errorf("the volume of the failed create: %v, %q", err, out)
+	}
+	// rm -v leaves named volumes alone.
+	dockerOK(t, d, "rm", "-v", "holder")
+	if out := dockerOK(t, d, "volume", "ls", "-q", "--filter", "dangling=true", "--filter", "label=team=a"); out != "named" {
+		t.Errorf("volume ls dangling=true label=team=a = %q", out)
+	}
+	dockerOK(t, d, "volume", "rm", "named")
+	if out, err := d.Docker(t, "volume", "inspect", "named"); err == nil || !strings.Contains(out, "get named: no such volume") {
+		t.Errorf("inspect after rm: %v, %q", err, out)
+	}
+	if _, err := os.Stat(filepath.Dir(mp)); !os.IsNotExist(err) {
+		t.Errorf("the removed volume's directory: %v", err)
+	}
+
+	// docker run makes a volume it names, and fills it from the image.
+	if out := dockerOK(t, d, "run", "--rm", "-v", "etc:/etc", ref, "cat", "/etc/hostname"); len(out) != 12 {
+		t.Errorf("/etc/hostname over a volume at /etc: %q", out)
+	}
+	if out := dockerOK(t, d, "run", "--rm", "-v", "etc:/v", ref, "head", "-1", "/v/passwd"); !strings.HasPrefix(out, "root:") {
+		t.Errorf("the image's /etc/passwd in the volume: %q", out)
+	}
+	if out := dockerOK(t, d, "run", "--rm", "-v", "empty:/etc:nocopy", ref, "ls", "/etc"); strings.Contains(out, "passwd") {
+		t.Errorf("nocopy volume has %q", out)
+	}
+
+	for _, tc := range []struct{ args []string }{
+		{[]string{"volume", "create", "bad/name"}},
+		{[]string{"volume", "create", "-d", "nfs", "x1"}},
+		{[]string{"volume", "create", "-o", "type=tmpfs", "x2"}},
+		{[]string{"run", "--rm", "--mount", "type=volume,source=x3,target=/d,volume-subpath=sub", ref, "true"}},
+	} {
+		if out, err := d.Docker(t, tc.args...); err == nil || !strings.Contains(out, "Error response from daemon") {
+			t.Errorf("docker %s: %v, %q", strings.Join(tc.args, " "), err, out)
+		}
+	}
+	if out := dockerOK(t, d, "volume", "ls", "-q"); out != "empty\netc" {
+		t.Errorf("volumes left: %q, want empty and etc", out)
+	}
+}
+
+// Anonymous volumes: -v /path and the image's VOLUME get one each, with
+// the image's content, gone with the container on rm -v and --rm;
+// volume prune takes the unused anonymous ones, and named ones with -a.
+func TestAnonymousVolumes(t *testing.T) {
+	d, ref := pulled(t)
+	dockerOK(t, d, "run", "--name", "seeder", ref, "sh", "-c", "mkdir /seed && echo from-image > /seed/f")
+	dockerOK(t, d, "commit", "--change", "VOLUME /seed", "seeder", "withvol:1")
+	dockerOK(t, d, "rm", "seeder")
+
+	dockerOK(t, d, "create", "--name", "anon", "-v", "/scratch", "withvol:1", "cat", "/seed/f")
+	var mounts []struct{ Type, Name, Destination string }
+	if err := json.Unmarshal([]byte(dockerOK(t, d, "inspect", "-f", "{{json .Mounts}}", "anon")), &mounts); err != nil {
+		t.Fatal(err)
+	}
+	hex64 := regexp.MustCompile(`^[0-9a-f]{64}$`)
+	if len(mounts) != 2 || !hex64.MatchString(mounts[0].Name) || !hex64.MatchString(mounts[1].Name) ||
+		mounts[0].Type != "volume" || mounts[1].Type != "volume" {
+		t.Fatalf("inspect Mounts = %+v, want two anonymous volumes", mounts)
+	}
+	if out := dockerOK(t, d, "start", "-a", "anon"); out != "from-image" {
+		t.Errorf("the image's VOLUME content: %q", out)
+	}
+	if out := dockerOK(t, d, "volume", "ls", "-q", "--filter", "label=com.docker.volume.anonymous"); len(strings.Fields(out)) != 2 {
+		t.Errorf("anonymous volumes listed: %q", out)
+	}
+	dockerOK(t, d, "rm", "-v", "anon")
+	if out := dockerOK(t, d, "volume", "ls", "-q"); out != "" {
+		t.Errorf("volumes left after rm -v: %q", out)
+	}
+
+	dockerOK(t, d, "run", "--rm", "-v", "/scratch", "withvol:1", "true")
+	if out := dockerOK(t, d, "volume", "ls", "-q"); out != "" {
+		t.Errorf("volumes left after run --rm: %q", out)
+	}
+
+	// Without -v or --rm they stay, until a prune.
+	dockerOK(t, d, "run", "--name", "kept", "withvol:1", "true")
+	dockerOK(t, d, "volume", "create", "unused")
+	dockerOK(t, d, "rm", "kept")
+	if out := dockerOK(t, d, "volume", "ls", "-q"); len(strings.Fields(out)) != 2 {
+		t.Fatalf("volumes after rm without -v: %q", out)
+	}
+	if out := dockerOK(t, d, "volume", "prune", "-f"); !strings.Contains(out, "Total reclaimed space: 11B") {
+		t.Errorf("volume prune: %q", out)
+	}
+	if out := dockerOK(t, d, "volume", "ls", "-q"); out != "unused" {
+		t.Errorf("volumes after prune: %q, want the named one", out)
+	}
+	dockerOK(t, d, "volume", "prune", "-a", "-f")
+	if out := dockerOK(t, d, "volume", "ls", "-q"); out != "" {
+		t.Errorf("volumes after prune -a: %q", out)
+	}
+}
