@@ -38,6 +38,10 @@ func (e *Engine) containerMounts(cfg *containertypes.Config, hc *containertypes.
 	taken := map[string]bool{}
 	add := func(m mounttypes.Mount, mode string) error {
 		mp := containertypes.MountPoint{Type: m.Type, Destination: path.Clean(m.Target), Mode: mode, RW: !m.ReadOnly}
+		if taken[mp.Destination] {
+			//lint:ignore ST1005 Docker's wording, which clients show as is
+			return fmt.Errorf("Duplicate mount point: %s: %w", mp.Destination, errdefs.ErrInvalidArgument)
+		}
 		switch m.Type {
 		case mounttypes.TypeBind:
 			mp.Source = path.Clean(m.Source)

@@ -58,6 +58,13 @@ func TestNamedVolumes(t *testing.T) {
 	if out, err := d.Docker(t, "volume", "inspect", "never"); err == nil || !strings.Contains(out, "no such volume") {
 		t.Errorf("the volume of the failed create: %v, %q", err, out)
 	}
+	// Nor does one whose second volume goes where the first went.
+	if out, err := d.Docker(t, "create", "-v", "dup1:/x", "-v", "dup2:/x/", ref, "true"); err == nil || !strings.Contains(out, "Duplicate mount point: /x") {
+		t.Errorf("create with two volumes at /x: %v, %q", err, out)
+	}
+	if out := dockerOK(t, d, "volume", "ls", "-q", "--filter", "name=dup"); out != "" {
+		t.Errorf("volumes of the failed create: %q", out)
+	}
 	// rm -v leaves named volumes alone.
 	dockerOK(t, d, "rm", "-v", "holder")
 	if out := dockerOK(t, d, "volume", "ls", "-q", "--filter", "dangling=true", "--filter", "label=team=a"); out != "named" {
