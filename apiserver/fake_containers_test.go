@@ -8,6 +8,7 @@ import (
 	"github.com/hutch-engine/hutch/engine"
 	"github.com/hutch-engine/hutch/engine/container"
 	containertypes "github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/events"
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/api/types/volume"
 )
@@ -119,4 +120,8 @@ func (noContainers) VolumeList(context.Context, string) (volume.ListResponse, er
 func (noContainers) VolumeRemove(context.Context, string, bool) error { return errNoContainers }
 func (noContainers) VolumesPrune(context.Context, string, bool) (volume.PruneReport, error) {
 	return volume.PruneReport{}, errNoContainers
+}
+
+func (noContainers) Events(context.Context, engine.EventsRequest, func(), func(events.Message) error) error {
+	return errNoContainers
 }

@@ -77,6 +77,9 @@ func (s *Server) routes() []route {
 		{http.MethodGet, "/containers/{id}/archive", s.archiveGet},
 		{http.MethodPut, "/containers/{id}/archive", s.archivePut},
 
+		// events
+		{http.MethodGet, "/events", s.events},
+
 		// volumes
 		{http.MethodPost, "/volumes/create", s.volumeCreate},
 		{http.MethodGet, "/volumes", s.volumeList},
@@ -84,6 +87,7 @@ func (s *Server) routes() []route {
 		{http.MethodPost, "/volumes/prune", s.volumePrune},
 		{http.MethodGet, "/volumes/{name}", s.volumeInspect},
 		{http.MethodDelete, "/volumes/{name}", s.volumeRemove},
+
 		// networks
 		{http.MethodPost, "/networks/create", s.networkCreate},
 		{http.MethodGet, "/networks", s.networkList},

@@ -55,6 +55,7 @@ type Backend interface {
 	CommitBackend
 	NetworkBackend
 	VolumeBackend
+	EventBackend
 }
 
 // Options configures a Server.

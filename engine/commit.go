@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	eventtypes "github.com/moby/moby/api/types/events"
 	"path"
 	"runtime"
 	"slices"
@@ -88,7 +89,12 @@ func (e *Engine) ContainerCommit(ctx context.Context, req CommitRequest) (string
 	if req.Pause && c.State.Running() && !c.State.Paused() {
 		defer e.pauseForCommit(ctx, c.ID)()
 	}
-	return store.CommitImage(ctx, c.Runtime.RootfsID, img)
+	id, err := store.CommitImage(ctx, c.Runtime.RootfsID, img)
+	if err != nil {
+		return "", err
+	}
+	e.containerEvent(c, eventtypes.ActionCommit, map[string]string{"comment": req.Comment, "imageID": id})
+	return id, nil
 }
 
 // commitImage builds the new image's description from its source image's

@@ -19,6 +19,7 @@ import (
 	"github.com/hutch-engine/hutch/engine/spec"
 	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
 	containertypes "github.com/moby/moby/api/types/container"
+	eventtypes "github.com/moby/moby/api/types/events"
 	"github.com/moby/moby/api/types/network"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
@@ -129,6 +130,7 @@ func (e *Engine) ContainerCreate(ctx context.Context, req CreateRequest) (contai
 		e.removeVolumes(cm.made)
 		return containertypes.CreateResponse{}, err
 	}
+	e.containerEvent(c, eventtypes.ActionCreate, nil)
 	return containertypes.CreateResponse{ID: id, Warnings: e.createWarnings(hc)}, nil
 }
 
@@ -296,7 +298,11 @@ func (e *Engine) ContainerRename(ctx context.Context, ref, name string) error {
 	if err != nil {
 		return err
 	}
-	return e.containers.Rename(ctx, c.ID, name)
+	if err := e.containers.Rename(ctx, c.ID, name); err != nil {
+		return err
+	}
+	e.containerEventByID(ctx, c.ID, eventtypes.ActionRename, map[string]string{"oldName": c.Name})
+	return nil
 }
 
 // RemoveRequest is DELETE /containers/{id}.
@@ -347,6 +353,7 @@ func (e *Engine) finishRemove(ctx context.Context, id string, volumes bool) erro
 	if err := e.containers.Delete(ctx, id); err != nil {
 		return err
 	}
+	e.containerEvent(c, eventtypes.ActionDestroy, nil)
 	if volumes {
 		if err := e.removeAnonymousVolumes(ctx, c); err != nil {
 			e.log.Warn("removing the container's anonymous volumes", "container", id, "err", err)

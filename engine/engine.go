@@ -17,6 +17,7 @@ import (
 	"sync"
 
 	"github.com/hutch-engine/hutch/engine/container"
+	"github.com/hutch-engine/hutch/engine/events"
 	"github.com/hutch-engine/hutch/engine/shim"
 	"github.com/hutch-engine/hutch/engine/volume"
 	"github.com/hutch-engine/hutch/internal/atomicfile"
@@ -65,6 +66,7 @@ type Engine struct {
 	images     ImageStore
 	containers *container.Store
 	volumes    *volume.Store
+	events     *events.Log
 	// volMu orders what makes, mounts and removes volumes: a volume is
 	// not removed between its making and the record of the container
 	// that mounts it.
@@ -104,7 +106,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("volume store: %w", err)
 	}
-	e := &Engine{opts: opts, id: id, log: opts.Logger, images: opts.Images, containers: store, volumes: volumes, runs: newRuns(), host: shim.DetectHost()}
+	e := &Engine{opts: opts, id: id, log: opts.Logger, images: opts.Images, containers: store, volumes: volumes, events: events.New(), runs: newRuns(), host: shim.DetectHost()}
 	e.starts = newStartGate(runtime.NumCPU(), startLease)
 	e.rootfs.idle.L = &e.rootfs.mu
 	if err := e.reconcile(ctx); err != nil {

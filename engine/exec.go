@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/hutch-engine/hutch/engine/shim/wire"
 	"github.com/hutch-engine/hutch/engine/spec"
 	containertypes "github.com/moby/moby/api/types/container"
+	eventtypes "github.com/moby/moby/api/types/events"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
@@ -142,6 +144,7 @@ func (e *Engine) ExecCreate(ctx context.Context, ref string, req containertypes.
 	}
 	e.execs.m[rec.id] = rec
 	e.execs.mu.Unlock()
+	e.containerEvent(c, execAction(eventtypes.ActionExecCreate, req.Cmd), map[string]string{"execID": rec.id})
 	return rec.id, nil
 }
 
@@ -267,6 +270,7 @@ func (e *Engine) ExecStart(ctx context.Context, id string, req ExecStartRequest,
 		r.pid, r.running = pid, true
 		e.execs.mu.Unlock()
 		r.markStarted()
+		e.containerEvent(c, execAction(eventtypes.ActionExecStart, r.cfg.Cmd), map[string]string{"execID": id})
 	}}
 	if !req.Detach {
 		if r.cfg.AttachStdin && stdin != nil {
@@ -302,8 +306,15 @@ func (e *Engine) ExecStart(ctx context.Context, id string, req ExecStartRequest,
 		e.execs.mu.Lock()
 		r.end(exit.ExitCode)
 		e.execs.mu.Unlock()
+		e.containerEvent(c, eventtypes.ActionExecDie, map[string]string{"execID": id, "exitCode": strconv.Itoa(exit.ExitCode)})
 	}
 	return nil
+}
+
+// execAction is Docker's exec_create and exec_start action: the command
+// follows.
+func execAction(a eventtypes.Action, cmd []string) eventtypes.Action {
+	return eventtypes.Action(string(a) + ": " + strings.Join(cmd, " "))
 }
 
 func (r *execRecord) hasStarted(s *execStore) bool {

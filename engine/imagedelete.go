@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	eventtypes "github.com/moby/moby/api/types/events"
 	"strings"
 	"time"
 
@@ -37,6 +38,14 @@ func (e *Engine) ImageRemove(ctx context.Context, ref string, req ImageRemoveReq
 	err = d.remove(ctx, ref, req.Force, !req.NoPrune, &recs)
 	if err != nil {
 		return nil, err
+	}
+	for _, r := range recs {
+		if r.Untagged != "" {
+			e.imageEvent(eventtypes.ActionUnTag, r.Untagged, r.Untagged)
+		}
+		if r.Deleted != "" {
+			e.imageEvent(eventtypes.ActionDelete, r.Deleted, r.Deleted)
+		}
 	}
 	return recs, nil
 }

@@ -2,8 +2,10 @@ package engine
 
 import (
 	"context"
+	eventtypes "github.com/moby/moby/api/types/events"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/containerd/errdefs"
@@ -28,7 +30,17 @@ func (e *Engine) ImagePull(ctx context.Context, req PullRequest, progress func(j
 	if err != nil {
 		return err
 	}
-	return store.PullImage(ctx, req.FromImage, req.Tag, req.Auth, req.Platform, progress)
+	if err := store.PullImage(ctx, req.FromImage, req.Tag, req.Auth, req.Platform, progress); err != nil {
+		return err
+	}
+	ref := req.FromImage
+	if strings.Contains(req.Tag, ":") {
+		ref += "@" + req.Tag
+	} else if req.Tag != "" {
+		ref += ":" + req.Tag
+	}
+	e.imageEvent(eventtypes.ActionPull, ref, ref)
+	return nil
 }
 
 func (e *Engine) imageStore() (ImageStore, error) {
@@ -370,7 +382,11 @@ func (e *Engine) ImageTag(ctx context.Context, ref, repo, tag string) error {
 	if err != nil {
 		return err
 	}
-	return store.TagImage(ctx, img.ID, named.String())
+	if err := store.TagImage(ctx, img.ID, named.String()); err != nil {
+		return err
+	}
+	e.imageEvent(eventtypes.ActionTag, img.ID, reference.FamiliarString(named))
+	return nil
 }
 
 // repoTagReference combines the repo and tag parameters of tag and import

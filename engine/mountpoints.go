@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	eventtypes "github.com/moby/moby/api/types/events"
 	"maps"
 	"path"
 	"slices"
@@ -122,6 +123,7 @@ func (e *Engine) mountVolume(m mounttypes.Mount, cm *createdMounts) (*volume.Vol
 	}
 	if made {
 		cm.made = append(cm.made, v.Name)
+		e.volumeEvent(eventtypes.ActionCreate, v.Name)
 	}
 	return v, nil
 }
@@ -183,7 +185,11 @@ func (e *Engine) removeAnonymousVolumes(ctx context.Context, c *container.Contai
 	var errs []error
 	for _, n := range names {
 		if len(used[n]) == 0 {
-			errs = append(errs, e.volumes.Remove(n))
+			err := e.volumes.Remove(n)
+			if err == nil {
+				e.volumeEvent(eventtypes.ActionDestroy, n)
+			}
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)

@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"fmt"
+	eventtypes "github.com/moby/moby/api/types/events"
+	"maps"
 	"net/netip"
 	"path/filepath"
 
@@ -286,7 +288,19 @@ func (e *Engine) NetworkCreate(ctx context.Context, req network.CreateRequest) (
 	case mode.IsBridge(), mode.IsHost(), mode.IsNone(), mode.IsDefault():
 		return network.CreateResponse{}, errdefs.ErrPermissionDenied.WithMessage(fmt.Sprintf("operation is not permitted on predefined %s network", req.Name))
 	}
-	return n.NetworkCreate(ctx, req)
+	resp, err := n.NetworkCreate(ctx, req)
+	if err == nil {
+		e.networkEvent(eventtypes.ActionCreate, resp.ID, req.Name, nil)
+	}
+	return resp, err
+}
+
+// networkEvent publishes action of the network id, named name, with
+// extra.
+func (e *Engine) networkEvent(action eventtypes.Action, id, name string, extra map[string]string) {
+	attrs := map[string]string{"name": name, "type": "bridge"}
+	maps.Copy(attrs, extra)
+	e.events.Publish(eventtypes.NetworkEventType, action, id, attrs)
 }
 
 // NetworkInspect answers GET /networks/{id}.
@@ -313,7 +327,15 @@ func (e *Engine) NetworkRemove(ctx context.Context, ref string) error {
 	if err != nil {
 		return err
 	}
-	return n.NetworkRemove(ctx, ref)
+	in, err := n.NetworkInspect(ctx, ref)
+	if err != nil {
+		return err
+	}
+	if err := n.NetworkRemove(ctx, in.ID); err != nil {
+		return err
+	}
+	e.networkEvent(eventtypes.ActionDestroy, in.ID, in.Name, nil)
+	return nil
 }
 
 // NetworkPrune answers POST /networks/prune.
@@ -340,6 +362,7 @@ func (e *Engine) NetworkConnect(ctx context.Context, ref string, req network.Con
 	if err != nil {
 		return err
 	}
+	e.networkEvent(eventtypes.ActionConnect, ep.NetworkID, name, map[string]string{"container": c.ID})
 	return e.containers.Update(ctx, c.ID, func(r *container.Container) error {
 		if r.NetworkSettings == nil {
 			r.NetworkSettings = &containertypes.NetworkSettings{}
@@ -365,6 +388,9 @@ func (e *Engine) NetworkDisconnect(ctx context.Context, ref string, req network.
 	name, err := n.Disconnect(ctx, c, ref, req.Force)
 	if err != nil {
 		return err
+	}
+	if ns := c.NetworkSettings; ns != nil && ns.Networks[name] != nil {
+		e.networkEvent(eventtypes.ActionDisconnect, ns.Networks[name].NetworkID, name, map[string]string{"container": c.ID})
 	}
 	return e.containers.Update(ctx, c.ID, func(r *container.Container) error {
 		if r.NetworkSettings != nil {

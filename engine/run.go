@@ -19,6 +19,7 @@ import (
 	"github.com/hutch-engine/hutch/engine/shim/wire"
 	"github.com/hutch-engine/hutch/engine/spec"
 	"github.com/hutch-engine/hutch/internal/atomicfile"
+	eventtypes "github.com/moby/moby/api/types/events"
 	"golang.org/x/sys/unix"
 )
 
@@ -133,6 +134,7 @@ func (e *Engine) ContainerStart(ctx context.Context, ref string) error {
 		e.detachNetwork(context.WithoutCancel(ctx), c.ID, "")
 		return err
 	}
+	e.containerEvent(c, eventtypes.ActionStart, nil)
 	e.monitors.Add(1)
 	go e.monitor(c.ID, client)
 	return nil
@@ -285,6 +287,7 @@ func (e *Engine) monitor(id string, client *shim.Client) {
 		e.log.Error("recording exit", "container", id, "err", err)
 		return
 	}
+	e.containerEvent(c, eventtypes.ActionDie, map[string]string{"exitCode": strconv.Itoa(exit.Code)})
 	// docker run --rm waits for the removal, whose rootfs is unmounted
 	// with its reuse or deletion: no separate unmount on its path.
 	if !autoRemove {
@@ -332,7 +335,7 @@ func (e *Engine) ContainerStop(ctx context.Context, ref string, req StopRequest)
 	return e.stop(ctx, c, req)
 }
 
-func (e *Engine) stop(ctx context.Context, c *container.Container, req StopRequest) error {
+func (e *Engine) stop(ctx context.Context, c *container.Container, req StopRequest) (err error) {
 	sigName := req.Signal
 	if sigName == "" {
 		sigName = c.Config.StopSignal
@@ -363,6 +366,12 @@ func (e *Engine) stop(ctx context.Context, c *container.Container, req StopReque
 	if err := client.Kill(ctx, sig); err != nil && !errors.Is(err, errdefs.ErrNotModified) {
 		return err
 	}
+	e.containerEvent(c, eventtypes.ActionKill, map[string]string{"signal": strconv.Itoa(int(sig))})
+	defer func() {
+		if err == nil {
+			e.containerEvent(c, eventtypes.ActionStop, nil)
+		}
+	}()
 	var expire <-chan time.Time
 	if timeout >= 0 {
 		expire = time.After(time.Duration(timeout) * time.Second)
@@ -387,6 +396,7 @@ func (e *Engine) killAndWait(ctx context.Context, id string) error {
 		if err := client.Kill(ctx, syscall.SIGKILL); err != nil && !errors.Is(err, errdefs.ErrNotModified) {
 			return err
 		}
+		e.containerEventByID(ctx, id, eventtypes.ActionKill, map[string]string{"signal": strconv.Itoa(int(syscall.SIGKILL))})
 	}
 	select {
 	case <-done:
@@ -417,7 +427,11 @@ func (e *Engine) ContainerKill(ctx context.Context, ref, signal string) error {
 		return errdefs.ErrConflict.WithMessage(fmt.Sprintf("container %s is not running", c.ID))
 	}
 	if sig != syscall.SIGKILL {
-		return client.Kill(ctx, sig)
+		if err := client.Kill(ctx, sig); err != nil {
+			return err
+		}
+		e.containerEvent(c, eventtypes.ActionKill, map[string]string{"signal": strconv.Itoa(int(sig))})
+		return nil
 	}
 	// As Docker: SIGKILL returns once the exit is recorded, so that a
 	// docker kill is followed by a stopped container.
@@ -438,7 +452,11 @@ func (e *Engine) ContainerRestart(ctx context.Context, ref string, req StopReque
 			return err
 		}
 	}
-	return e.ContainerStart(ctx, c.ID)
+	if err := e.ContainerStart(ctx, c.ID); err != nil {
+		return err
+	}
+	e.containerEvent(c, eventtypes.ActionRestart, nil)
+	return nil
 }
 
 // WaitRequest is POST /containers/{id}/wait.

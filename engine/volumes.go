@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	eventtypes "github.com/moby/moby/api/types/events"
 	"slices"
 	"strings"
 	"time"
@@ -33,9 +34,12 @@ func (e *Engine) VolumeCreate(ctx context.Context, req volumetypes.CreateRequest
 	}
 	e.volMu.Lock()
 	defer e.volMu.Unlock()
-	v, _, err := e.volumes.Create(req.Name, req.Labels, req.Name == "")
+	v, made, err := e.volumes.Create(req.Name, req.Labels, req.Name == "")
 	if err != nil {
 		return volumetypes.Volume{}, err
+	}
+	if made {
+		e.volumeEvent(eventtypes.ActionCreate, v.Name)
 	}
 	return apiVolume(v), nil
 }
@@ -129,7 +133,16 @@ func (e *Engine) VolumeRemove(ctx context.Context, name string, force bool) erro
 	if ids := used[name]; len(ids) > 0 {
 		return errdefs.ErrConflict.WithMessage(fmt.Sprintf("remove %s: volume is in use - [%s]", name, strings.Join(ids, ", ")))
 	}
-	return e.volumes.Remove(name)
+	if err := e.volumes.Remove(name); err != nil {
+		return err
+	}
+	e.volumeEvent(eventtypes.ActionDestroy, name)
+	return nil
+}
+
+// volumeEvent publishes action of the volume name.
+func (e *Engine) volumeEvent(action eventtypes.Action, name string) {
+	e.events.Publish(eventtypes.VolumeEventType, action, name, map[string]string{"driver": localDriver})
 }
 
 // volumePruneKeys are the filters docker volume prune accepts.
@@ -171,6 +184,7 @@ func (e *Engine) VolumesPrune(ctx context.Context, filters string, all bool) (vo
 			e.log.Warn("pruning a volume", "volume", v.Name, "err", err)
 			continue
 		}
+		e.volumeEvent(eventtypes.ActionDestroy, v.Name)
 		rep.VolumesDeleted = append(rep.VolumesDeleted, v.Name)
 		rep.SpaceReclaimed += uint64(size)
 	}

@@ -1,0 +1,57 @@
+package apiserver
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"github.com/hutch-engine/hutch/engine"
+	"github.com/moby/moby/api/types/events"
+)
+
+// EventBackend is the engine's events.
+type EventBackend interface {
+	// Events calls begin once the request is valid, then send for each
+	// event, until the request's Until or ctx's end.
+	Events(ctx context.Context, req engine.EventsRequest, begin func(), send func(events.Message) error) error
+}
+
+// legacyEvent is an event as API versions before 1.52 show it: a
+// container's and an image's also have status, id and from (the image of
+// a container).
+type legacyEvent struct {
+	Status string `json:"status,omitempty"`
+	ID     string `json:"id,omitempty"`
+	From   string `json:"from,omitempty"`
+	events.Message
+}
+
+// events streams GET /events: one JSON object per event, each flushed as
+// it comes.
+func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	req := engine.EventsRequest{Since: q.Get("since"), Until: q.Get("until"), Filters: q.Get("filters")}
+	legacy := versionLess(APIVersion(r.Context()), "1.52")
+	fw := &flushWriter{w: w}
+	enc := json.NewEncoder(fw)
+	begun := false
+	err := s.backend.Events(r.Context(), req, func() {
+		begun = true
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		fw.flush()
+	}, func(m events.Message) error {
+		if legacy && (m.Type == events.ContainerEventType || m.Type == events.ImageEventType) {
+			le := legacyEvent{Status: string(m.Action), ID: m.Actor.ID, Message: m}
+			if m.Type == events.ContainerEventType {
+				le.From = m.Actor.Attributes["image"]
+			}
+			return enc.Encode(le)
+		}
+		return enc.Encode(m)
+	})
+	if begun {
+		return nil // the stream ended, or the client went away
+	}
+	return err
+}

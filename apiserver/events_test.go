@@ -1,0 +1,58 @@
+package apiserver
+
+import (
+	"context"
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/containerd/errdefs"
+	"github.com/hutch-engine/hutch/engine"
+	"github.com/moby/moby/api/types/events"
+)
+
+// fakeEvents sends two events, or refuses a bad filter before it begins.
+type fakeEvents struct {
+	fakeBackend
+	req engine.EventsRequest
+}
+
+func (f *fakeEvents) Events(_ context.Context, req engine.EventsRequest, begin func(), send func(events.Message) error) error {
+	f.req = req
+	if req.Filters == "bad" {
+		return errdefs.ErrInvalidArgument.WithMessage("invalid filter 'bad'")
+	}
+	begin()
+	send(events.Message{Type: events.ContainerEventType, Action: events.ActionStart, Scope: "local", Time: 7,
+		Actor: events.Actor{ID: "c1", Attributes: map[string]string{"image": "busybox", "name": "web"}}})
+	send(events.Message{Type: events.NetworkEventType, Action: events.ActionCreate, Scope: "local", Actor: events.Actor{ID: "n1"}})
+	return io.ErrClosedPipe // after begin: the stream just ends
+}
+
+func TestEvents(t *testing.T) {
+	for _, tc := range []struct {
+		target, want string
+		status       int
+	}{
+		{"/v1.52/events?since=5&until=9", `{"Type":"container","Action":"start","Actor":{"ID":"c1","Attributes":{"image":"busybox","name":"web"}},"scope":"local","time":7}
+{"Type":"network","Action":"create","Actor":{"ID":"n1","Attributes":null},"scope":"local"}
+`, 200},
+		// Before 1.52, container and image events have status, id and from.
+		{"/v1.51/events", `{"status":"start","id":"c1","from":"busybox","Type":"container","Action":"start","Actor":{"ID":"c1","Attributes":{"image":"busybox","name":"web"}},"scope":"local","time":7}
+{"Type":"network","Action":"create","Actor":{"ID":"n1","Attributes":null},"scope":"local"}
+`, 200},
+		{"/events?filters=bad", `{"message":"invalid filter 'bad'"}`, 400},
+	} {
+		f := &fakeEvents{}
+		s := New(f, Options{Logger: testLogger(t)})
+		rec := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rec, httptest.NewRequest("GET", tc.target, nil))
+		if rec.Code != tc.status || strings.TrimSpace(rec.Body.String()) != strings.TrimSpace(tc.want) {
+			t.Errorf("GET %s = %d\n%s\nwant %d\n%s", tc.target, rec.Code, rec.Body, tc.status, tc.want)
+		}
+		if tc.status == 200 && rec.Header().Get("Content-Type") != "application/json" {
+			t.Errorf("GET %s: Content-Type %q", tc.target, rec.Header().Get("Content-Type"))
+		}
+	}
+}

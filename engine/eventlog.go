@@ -1,0 +1,118 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strings"
+	"time"
+
+	"github.com/containerd/errdefs"
+	"github.com/hutch-engine/hutch/engine/container"
+	"github.com/hutch-engine/hutch/engine/events"
+	eventtypes "github.com/moby/moby/api/types/events"
+)
+
+// EventsRequest is GET /events.
+type EventsRequest struct {
+	// Since and Until are timestamps as Docker takes them (Unix seconds
+	// with an optional fraction, RFC 3339, or a duration before now).
+	Since, Until string
+	Filters      string // the raw filters JSON
+}
+
+// Events answers GET /events: the kept events since Since, then each new
+// one, until Until or until ctx ends. begin is called once the request is
+// found valid, before the first event; send is called for each event that
+// passes the filters, in order. A client too slow to take the events ends
+// its stream.
+func (e *Engine) Events(ctx context.Context, req EventsRequest, begin func(), send func(eventtypes.Message) error) error {
+	f, err := container.ParseFilters(req.Filters)
+	if err != nil {
+		return err
+	}
+	for k := range f {
+		if !events.FilterKeys[k] {
+			return errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid filter '%s'", k))
+		}
+	}
+	now := time.Now()
+	var since, until time.Time
+	if req.Since != "" {
+		if since, err = parseTimestamp(req.Since, now); err != nil {
+			return err
+		}
+	}
+	if req.Until != "" {
+		if until, err = parseTimestamp(req.Until, now); err != nil {
+			return err
+		}
+		if !since.IsZero() && since.After(until) {
+			return errdefs.ErrInvalidArgument.WithMessage("`since` time cannot be after `until` time")
+		}
+	}
+	past, next, stop := e.events.Follow(since)
+	defer stop()
+	begin()
+	pass := func(m eventtypes.Message) (more bool, err error) {
+		if !until.IsZero() && m.TimeNano > until.UnixNano() {
+			return false, nil
+		}
+		if events.Match(f, m) {
+			return true, send(m)
+		}
+		return true, nil
+	}
+	for _, m := range past {
+		if more, err := pass(m); !more || err != nil {
+			return err
+		}
+	}
+	var end <-chan time.Time
+	if !until.IsZero() {
+		t := time.NewTimer(time.Until(until))
+		defer t.Stop()
+		end = t.C
+	}
+	for {
+		select {
+		case m, ok := <-next:
+			if !ok {
+				return nil
+			}
+			if more, err := pass(m); !more || err != nil {
+				return err
+			}
+		case <-end:
+			return nil
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// containerEvent publishes action of c, with its name, image and labels
+// as Docker's container events have them, and extra.
+func (e *Engine) containerEvent(c *container.Container, action eventtypes.Action, extra map[string]string) {
+	attrs := map[string]string{}
+	if c.Config != nil {
+		maps.Copy(attrs, c.Config.Labels)
+	}
+	attrs["name"] = strings.TrimPrefix(c.Name, "/")
+	attrs["image"] = c.Image
+	maps.Copy(attrs, extra)
+	e.events.Publish(eventtypes.ContainerEventType, action, c.ID, attrs)
+}
+
+// containerEventByID publishes action of the container id, if it is
+// still there.
+func (e *Engine) containerEventByID(ctx context.Context, id string, action eventtypes.Action, extra map[string]string) {
+	if c, err := e.containers.Get(ctx, id); err == nil {
+		e.containerEvent(c, action, extra)
+	}
+}
+
+// imageEvent publishes action of the image id, named name.
+func (e *Engine) imageEvent(action eventtypes.Action, id, name string) {
+	e.events.Publish(eventtypes.ImageEventType, action, id, map[string]string{"name": name})
+}

@@ -1,0 +1,69 @@
+//go:build integration
+
+package integration
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// docker events: the events of a container's life, of a volume and a
+// network, replayed with --since and --until, followed live, and filtered.
+func TestEvents(t *testing.T) {
+	d, ref := pulled(t)
+	since := fmt.Sprint(time.Now().Add(-time.Second).Unix())
+	id := dockerOK(t, d, "run", "-d", "--name", "evt", "--label", "team=a", ref, "sh", "-c", "exit 3")
+	dockerOK(t, d, "wait", id)
+	dockerOK(t, d, "rm", "evt")
+	// Not "evt…": as in Docker, the container filter takes any actor whose
+	// ID starts with the value, a volume too.
+	dockerOK(t, d, "volume", "create", "vol-e")
+	dockerOK(t, d, "volume", "rm", "vol-e")
+	until := fmt.Sprint(time.Now().Add(time.Second).Unix())
+	format := `{{.Type}} {{.Action}} {{index .Actor.Attributes "name"}} {{index .Actor.Attributes "exitCode"}}`
+
+	out := dockerOK(t, d, "events", "--since", since, "--until", until, "--filter", "container=evt", "--format", format)
+	want := "container create evt \ncontainer start evt \ncontainer die evt 3\ncontainer destroy evt"
+	if out != want {
+		t.Errorf("events of container evt:\n%s\nwant\n%s", out, want)
+	}
+	out = dockerOK(t, d, "events", "--since", since, "--until", until, "--filter", "type=volume", "--format", "{{.Action}} {{.Actor.ID}} {{.Actor.Attributes.driver}}")
+	if out != "create vol-e local\ndestroy vol-e local" {
+		t.Errorf("volume events: %q", out)
+	}
+	out = dockerOK(t, d, "events", "--since", since, "--until", until, "--filter", "label=team=a", "--filter", "event=die", "--format", "{{.Actor.ID}}")
+	if out != id {
+		t.Errorf("die events with label team=a: %q, want %s", out, id)
+	}
+
+	dockerOK(t, d, "run", "-d", "--name", "evx", ref, "sleep", "60")
+	if _, err := d.Docker(t, "exec", "evx", "sh", "-c", "exit 4"); err == nil {
+		t.Error("docker exec of exit 4 succeeded")
+	}
+	dockerOK(t, d, "rm", "-f", "evx")
+	out = dockerOK(t, d, "events", "--since", since, "--until", fmt.Sprint(time.Now().Add(time.Second).Unix()), "--filter", "container=evx",
+		"--filter", "event=exec_create", "--filter", "event=exec_start", "--filter", "event=exec_die", "--filter", "event=kill",
+		"--format", `{{.Action}} {{index .Actor.Attributes "exitCode"}}{{index .Actor.Attributes "signal"}}`)
+	if out != "exec_create: sh -c exit 4 \nexec_start: sh -c exit 4 \nexec_die 4\nkill 9" {
+		t.Errorf("exec and kill events: %q", out)
+	}
+
+	// Followed: the stream shows what happens after it began.
+	done := make(chan string)
+	go func() {
+		out, _ := d.Docker(t, "events", "--until", fmt.Sprint(time.Now().Add(4*time.Second).Unix()), "--filter", "type=network", "--format", "{{.Action}} {{.Actor.Attributes.name}}")
+		done <- strings.TrimSpace(out)
+	}()
+	time.Sleep(time.Second)
+	dockerOK(t, d, "network", "create", "evtnet")
+	dockerOK(t, d, "network", "rm", "evtnet")
+	if out := <-done; out != "create evtnet\ndestroy evtnet" {
+		t.Errorf("followed network events: %q", out)
+	}
+
+	if out, err := d.Docker(t, "events", "--since", since, "--until", until, "--filter", "nope=1"); err == nil || !strings.Contains(out, "invalid filter 'nope'") {
+		t.Errorf("events with a bad filter: %v, %q", err, out)
+	}
+}
