@@ -125,3 +125,7 @@ func (noContainers) VolumesPrune(context.Context, string, bool) (volume.PruneRep
 func (noContainers) Events(context.Context, engine.EventsRequest, func(), func(events.Message) error) error {
 	return errNoContainers
 }
+
+func (noContainers) SystemDiskUsage(context.Context) (engine.DiskUsage, error) {
+	return engine.DiskUsage{}, errNoContainers
+}

@@ -77,8 +77,10 @@ func (s *Server) routes() []route {
 		{http.MethodGet, "/containers/{id}/archive", s.archiveGet},
 		{http.MethodPut, "/containers/{id}/archive", s.archivePut},
 
-		// events
+		// events, disk usage, the build cache there is none of
 		{http.MethodGet, "/events", s.events},
+		{http.MethodGet, "/system/df", s.systemDF},
+		{http.MethodPost, "/build/prune", s.buildPrune},
 
 		// volumes
 		{http.MethodPost, "/volumes/create", s.volumeCreate},

@@ -56,6 +56,7 @@ type Backend interface {
 	NetworkBackend
 	VolumeBackend
 	EventBackend
+	DiskUsageBackend
 }
 
 // Options configures a Server.

@@ -157,3 +157,35 @@ func TestAnonymousVolumes(t *testing.T) {
 		t.Errorf("volumes after prune -a: %q", out)
 	}
 }
+
+// docker system df counts images, containers and volumes, and docker
+// system prune (which also asks to prune the build cache) clears what is
+// unused.
+func TestSystemDFAndPrune(t *testing.T) {
+	d, ref := pulled(t)
+	dockerOK(t, d, "run", "--name", "wrote", "-v", "dfvol:/data", ref, "sh", "-c", "head -c 2048 /dev/zero > /data/f; head -c 4096 /dev/zero > /f")
+	dockerOK(t, d, "volume", "create", "spare")
+	out := dockerOK(t, d, "system", "df", "--format", "{{.Type}} {{.TotalCount}} {{.Active}} {{.Size}} {{.Reclaimable}}")
+	lines := strings.Split(out, "\n")
+	if len(lines) != 4 || !strings.HasPrefix(lines[0], "Images 1 1 ") ||
+		lines[1] != "Containers 1 0 4.096kB 4.096kB (100%)" ||
+		lines[2] != "Local Volumes 2 1 2.048kB 0B (0%)" ||
+		lines[3] != "Build Cache 0 0 0B 0B" {
+		t.Errorf("docker system df:\n%s", out)
+	}
+	if out := dockerOK(t, d, "system", "df", "-v", "--format", "{{json .Volumes}}"); !strings.Contains(out, `"Name":"dfvol"`) || !strings.Contains(out, `"Links":"1"`) {
+		t.Errorf("docker system df -v volumes: %s", out)
+	}
+	out = dockerOK(t, d, "system", "prune", "-f", "--volumes")
+	if !strings.Contains(out, "Deleted Containers:") || !strings.Contains(out, "Total reclaimed space:") {
+		t.Errorf("docker system prune: %q", out)
+	}
+	if out := dockerOK(t, d, "ps", "-aq"); out != "" {
+		t.Errorf("containers after system prune: %q", out)
+	}
+	// Named volumes stay with --volumes since API 1.42: only anonymous
+	// ones go (docker volume prune -a takes the rest).
+	if out := dockerOK(t, d, "volume", "ls", "-q"); out != "dfvol\nspare" {
+		t.Errorf("volumes after system prune: %q", out)
+	}
+}
