@@ -33,6 +33,8 @@ type ContainerBackend interface {
 	ContainerResize(ctx context.Context, ref string, height, width uint16) error
 	ContainerTop(ctx context.Context, ref, psArgs string) (containertypes.TopResponse, error)
 	ContainerPause(ctx context.Context, ref string) error
+	// ContainerUpdate changes resources and the restart policy.
+	ContainerUpdate(ctx context.Context, ref string, u containertypes.UpdateConfig) (containertypes.UpdateResponse, error)
 	ContainerUnpause(ctx context.Context, ref string) error
 }
 
@@ -278,6 +280,18 @@ func (s *Server) containerTop(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, top)
+}
+
+func (s *Server) containerUpdate(w http.ResponseWriter, r *http.Request) error {
+	var u containertypes.UpdateConfig
+	if err := decodeJSON(w, r, &u); err != nil {
+		return err
+	}
+	resp, err := s.backend.ContainerUpdate(r.Context(), r.PathValue("id"), u)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, resp)
 }
 
 func (s *Server) containerPause(w http.ResponseWriter, r *http.Request) error {

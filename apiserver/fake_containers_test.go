@@ -129,3 +129,7 @@ func (noContainers) Events(context.Context, engine.EventsRequest, func(), func(e
 func (noContainers) SystemDiskUsage(context.Context) (engine.DiskUsage, error) {
 	return engine.DiskUsage{}, errNoContainers
 }
+
+func (noContainers) ContainerUpdate(context.Context, string, containertypes.UpdateConfig) (containertypes.UpdateResponse, error) {
+	return containertypes.UpdateResponse{}, errNoContainers
+}

@@ -57,6 +57,7 @@ func (s *Server) routes() []route {
 		{http.MethodPost, "/containers/{id}/resize", s.containerResize},
 		{http.MethodPost, "/containers/{id}/rename", s.containerRename},
 		{http.MethodGet, "/containers/{id}/top", s.containerTop},
+		{http.MethodPost, "/containers/{id}/update", s.containerUpdate},
 		{http.MethodPost, "/containers/{id}/pause", s.containerPause},
 		{http.MethodPost, "/containers/{id}/unpause", s.containerUnpause},
 		{http.MethodDelete, "/containers/{id}", s.containerRemove},

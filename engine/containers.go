@@ -196,13 +196,19 @@ func validateHostConfig(hc *containertypes.HostConfig) error {
 	if _, err := logRotation(hc); err != nil {
 		return err
 	}
-	rp := hc.RestartPolicy
+	if err := checkRestartPolicy(hc.RestartPolicy); err != nil {
+		return err
+	}
+	if hc.AutoRemove && hc.RestartPolicy.Name != "" && !hc.RestartPolicy.IsNone() {
+		return errdefs.ErrInvalidArgument.WithMessage("can't create 'AutoRemove' container with restart policy")
+	}
+	return nil
+}
+
+// checkRestartPolicy checks a restart policy as Docker does.
+func checkRestartPolicy(rp containertypes.RestartPolicy) error {
 	switch rp.Name {
-	case "", "no":
-	case "always", "unless-stopped", "on-failure":
-		if hc.AutoRemove {
-			return errdefs.ErrInvalidArgument.WithMessage("can't create 'AutoRemove' container with restart policy")
-		}
+	case "", "no", "always", "unless-stopped", "on-failure":
 	default:
 		return errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid restart policy '%s'", rp.Name))
 	}
