@@ -133,3 +133,7 @@ func (noContainers) SystemDiskUsage(context.Context) (engine.DiskUsage, error) {
 func (noContainers) ContainerUpdate(context.Context, string, containertypes.UpdateConfig) (containertypes.UpdateResponse, error) {
 	return containertypes.UpdateResponse{}, errNoContainers
 }
+
+func (noContainers) ContainerStats(context.Context, string, engine.StatsRequest, func(containertypes.StatsResponse) error) error {
+	return errNoContainers
+}

@@ -58,6 +58,7 @@ func (s *Server) routes() []route {
 		{http.MethodPost, "/containers/{id}/rename", s.containerRename},
 		{http.MethodGet, "/containers/{id}/top", s.containerTop},
 		{http.MethodPost, "/containers/{id}/update", s.containerUpdate},
+		{http.MethodGet, "/containers/{id}/stats", s.containerStats},
 		{http.MethodPost, "/containers/{id}/pause", s.containerPause},
 		{http.MethodPost, "/containers/{id}/unpause", s.containerUnpause},
 		{http.MethodDelete, "/containers/{id}", s.containerRemove},

@@ -57,6 +57,7 @@ type Backend interface {
 	VolumeBackend
 	EventBackend
 	DiskUsageBackend
+	StatsBackend
 }
 
 // Options configures a Server.

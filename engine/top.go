@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -28,37 +29,50 @@ func (e *Engine) ContainerTop(ctx context.Context, ref, psArgs string) (containe
 	if !c.State.Running() || client == nil {
 		return containertypes.TopResponse{}, errdefs.ErrConflict.WithMessage(fmt.Sprintf("container %s is not running", c.ID))
 	}
-	nsOf := func(pid string) string {
-		l, _ := os.Readlink(filepath.Join("/proc", pid, "ns", "pid"))
-		return l
-	}
-	initNS := nsOf(strconv.Itoa(client.Pid()))
-	if initNS == "" {
-		return containertypes.TopResponse{}, fmt.Errorf("container %s: cannot read its pid namespace", c.ID)
-	}
-	self := nsOf("self")
-	ents, err := os.ReadDir("/proc")
+	pids, err := containerProcesses(client.Pid())
 	if err != nil {
-		return containertypes.TopResponse{}, err
+		return containertypes.TopResponse{}, fmt.Errorf("container %s: %w", c.ID, err)
 	}
 	top := containertypes.TopResponse{Titles: []string{"UID", "PID", "PPID", "C", "STIME", "TTY", "TIME", "CMD"}, Processes: [][]string{}}
 	boot := bootTime()
-	for _, ent := range ents {
-		pid := ent.Name()
-		if _, err := strconv.Atoi(pid); err != nil {
-			continue
-		}
-		// With --pid host the container shares our namespace: list only
-		// the init and its descendants then.
-		ns := nsOf(pid)
-		if ns != initNS || (ns == self && pid != strconv.Itoa(client.Pid()) && !descendantOf(pid, client.Pid())) {
-			continue
-		}
+	for _, pid := range pids {
 		if row := psRow(pid, boot); row != nil {
 			top.Processes = append(top.Processes, row)
 		}
 	}
 	return top, nil
+}
+
+// containerProcesses are the pids of the processes in the pid namespace of
+// the container whose init is initPid: with --pid host, which shares ours,
+// the init and its descendants only.
+func containerProcesses(initPid int) ([]string, error) {
+	nsOf := func(pid string) string {
+		l, _ := os.Readlink(filepath.Join("/proc", pid, "ns", "pid"))
+		return l
+	}
+	initNS := nsOf(strconv.Itoa(initPid))
+	if initNS == "" {
+		return nil, errors.New("cannot read its pid namespace")
+	}
+	self := nsOf("self")
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	var pids []string
+	for _, ent := range ents {
+		pid := ent.Name()
+		if _, err := strconv.Atoi(pid); err != nil {
+			continue
+		}
+		ns := nsOf(pid)
+		if ns != initNS || (ns == self && pid != strconv.Itoa(initPid) && !descendantOf(pid, initPid)) {
+			continue
+		}
+		pids = append(pids, pid)
+	}
+	return pids, nil
 }
 
 func descendantOf(pid string, ancestor int) bool {

@@ -1,0 +1,38 @@
+package apiserver
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"github.com/hutch-engine/hutch/engine"
+	containertypes "github.com/moby/moby/api/types/container"
+)
+
+// StatsBackend serves GET /containers/{id}/stats.
+type StatsBackend interface {
+	// ContainerStats calls send for each sample: one, or one a second
+	// with req.Stream until ctx ends.
+	ContainerStats(ctx context.Context, ref string, req engine.StatsRequest, send func(containertypes.StatsResponse) error) error
+}
+
+// containerStats answers GET /containers/{id}/stats: one JSON object, or
+// with stream (the default) one per second, each flushed.
+func (s *Server) containerStats(w http.ResponseWriter, r *http.Request) error {
+	req := engine.StatsRequest{Stream: queryBoolDefault(r, "stream", true), OneShot: queryBool(r, "one-shot")}
+	fw := &flushWriter{w: w}
+	enc := json.NewEncoder(fw)
+	begun := false
+	err := s.backend.ContainerStats(r.Context(), r.PathValue("id"), req, func(st containertypes.StatsResponse) error {
+		if !begun {
+			begun = true
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusOK)
+		}
+		return enc.Encode(st)
+	})
+	if begun {
+		return nil // the client went away, or the one sample is sent
+	}
+	return err
+}
