@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	eventtypes "github.com/moby/moby/api/types/events"
 	"io"
 	"math"
 	"strconv"
@@ -62,6 +63,7 @@ func (e *Engine) ContainerAttach(ctx context.Context, ref string, req AttachRequ
 		attached()
 		return nil
 	}
+	e.containerEvent(c, eventtypes.ActionAttach, nil)
 	a, err := e.attachLive(ctx, c.ID, opts, attached)
 	if err != nil || a == nil {
 		return err

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	eventtypes "github.com/moby/moby/api/types/events"
 	"io"
 	"net/http"
 	"net/url"
@@ -82,6 +83,7 @@ func (e *Engine) ImageImport(ctx context.Context, req ImportRequest, body io.Rea
 		return err
 	}
 	progress(jsonstream.Message{Status: id})
+	e.imageEvent(eventtypes.ActionImport, id, id)
 	return nil
 }
 
@@ -144,6 +146,7 @@ func (e *Engine) ImageLoad(ctx context.Context, archive io.Reader, quiet bool, p
 	}
 	loaded, err := store.LoadImages(ctx, archive)
 	for _, li := range loaded {
+		e.imageEvent(eventtypes.ActionLoad, li.ID, li.ID)
 		for _, n := range li.Names {
 			fam := familiar(n)
 			if old, ok := li.Replaced[n]; ok {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	eventtypes "github.com/moby/moby/api/types/events"
 	"slices"
 	"strings"
 
@@ -75,6 +76,7 @@ func (e *Engine) ImagePush(ctx context.Context, req PushRequest, progress func(j
 		if err := store.PushImage(ctx, p.id, p.name, req.Auth, progress); err != nil {
 			return err
 		}
+		e.imageEvent(eventtypes.ActionPush, p.name, p.name)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	eventtypes "github.com/moby/moby/api/types/events"
 
 	"github.com/containerd/errdefs"
 	"github.com/hutch-engine/hutch/engine/container"
@@ -15,12 +16,20 @@ var errNoFreezer = errdefs.ErrNotImplemented.WithMessage("cannot pause: there is
 
 // ContainerPause freezes a running container.
 func (e *Engine) ContainerPause(ctx context.Context, ref string) error {
-	return e.freeze(ctx, ref, true)
+	if err := e.freeze(ctx, ref, true); err != nil {
+		return err
+	}
+	e.containerEventByID(ctx, ref, eventtypes.ActionPause, nil)
+	return nil
 }
 
 // ContainerUnpause thaws a paused container.
 func (e *Engine) ContainerUnpause(ctx context.Context, ref string) error {
-	return e.freeze(ctx, ref, false)
+	if err := e.freeze(ctx, ref, false); err != nil {
+		return err
+	}
+	e.containerEventByID(ctx, ref, eventtypes.ActionUnPause, nil)
+	return nil
 }
 
 func (e *Engine) freeze(ctx context.Context, ref string, pause bool) error {

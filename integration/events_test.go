@@ -50,6 +50,20 @@ func TestEvents(t *testing.T) {
 		t.Errorf("exec and kill events: %q", out)
 	}
 
+	// docker run attaches before it starts; tag and untag are the image's.
+	dockerOK(t, d, "run", "--rm", "--name", "evf", ref, "true")
+	dockerOK(t, d, "tag", ref, "evtag:1")
+	dockerOK(t, d, "rmi", "evtag:1")
+	until = fmt.Sprint(time.Now().Add(time.Second).Unix())
+	out = dockerOK(t, d, "events", "--since", since, "--until", until, "--filter", "container=evf", "--filter", "event=attach", "--filter", "event=start", "--format", `{{.Action}}`)
+	if out != "attach\nstart" {
+		t.Errorf("attach and start events of docker run: %q", out)
+	}
+	out = dockerOK(t, d, "events", "--since", since, "--until", until, "--filter", "type=image", "--filter", "image=evtag:1", "--format", `{{.Action}} {{.Actor.Attributes.name}}`)
+	if out != "tag evtag:1\nuntag evtag:1" {
+		t.Errorf("tag and untag events: %q", out)
+	}
+
 	// Followed: the stream shows what happens after it began.
 	done := make(chan string)
 	go func() {
