@@ -31,9 +31,10 @@ import (
 // container that swaps a directory for a link while cp runs gains nothing
 // (the race of CVE-2018-15664).
 //
-// Limits: the container's bind mounts and tmpfs mounts, and the /etc/hosts,
-// /etc/hostname and /etc/resolv.conf the engine provides, are not part of
-// the rootfs: cp sees the rootfs underneath them. Extended attributes are
+// Limits: the container's bind mounts, volumes and tmpfs mounts, and the
+// /etc/hosts, /etc/hostname and /etc/resolv.conf the engine provides, are
+// not part of the rootfs: cp sees the rootfs underneath them (Docker's cp
+// goes through volumes and binds). Extended attributes are
 // neither archived nor restored.
 
 // ExtractRequest is PUT /containers/{id}/archive.
