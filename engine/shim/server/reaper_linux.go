@@ -88,13 +88,14 @@ func (r *reaper) watch(pid int, settle time.Duration) {
 	if fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK); err == nil {
 		f := os.NewFile(uintptr(fd), "pidfd")
 		if rc, err := f.SyscallConn(); err == nil {
-			// Readable once the process has exited; the first call only
-			// arms the wait.
-			armed := false
-			_ = rc.Read(func(uintptr) bool {
-				done := armed
-				armed = true
-				return done
+			// Readable once the process has exited. The poller forgets a
+			// readiness it saw before Read began (Read resets it, as a
+			// read that found no data would), so each call asks the
+			// pidfd itself: a process that exited before would otherwise
+			// be waited for until the orphan sweep.
+			_ = rc.Read(func(fd uintptr) bool {
+				n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 0)
+				return n > 0 || (err != nil && err != unix.EINTR)
 			})
 		}
 		_ = f.Close()
