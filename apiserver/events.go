@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 
 	"github.com/hutch-engine/hutch/engine"
@@ -32,26 +31,16 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	req := engine.EventsRequest{Since: q.Get("since"), Until: q.Get("until"), Filters: q.Get("filters")}
 	legacy := versionLess(APIVersion(r.Context()), "1.52")
-	fw := &flushWriter{w: w}
-	enc := json.NewEncoder(fw)
-	begun := false
-	err := s.backend.Events(r.Context(), req, func() {
-		begun = true
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusOK)
-		fw.flush()
-	}, func(m events.Message) error {
+	js := newJSONStream(w)
+	err := s.backend.Events(r.Context(), req, js.begin, func(m events.Message) error {
 		if legacy && (m.Type == events.ContainerEventType || m.Type == events.ImageEventType) {
 			le := legacyEvent{Status: string(m.Action), ID: m.Actor.ID, Message: m}
 			if m.Type == events.ContainerEventType {
 				le.From = m.Actor.Attributes["image"]
 			}
-			return enc.Encode(le)
+			return js.sendValue(le)
 		}
-		return enc.Encode(m)
+		return js.sendValue(m)
 	})
-	if begun {
-		return nil // the stream ended, or the client went away
-	}
-	return err
+	return js.end(err)
 }

@@ -8,8 +8,10 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/jsonstream"
 )
 
 // maxJSONBody bounds JSON request bodies; the largest Docker sends (container
@@ -96,4 +98,90 @@ func queryBoolDefault(r *http.Request, key string, def bool) bool {
 		return def
 	}
 	return queryBool(r, key)
+}
+
+// jsonStream writes newline-delimited JSON, each value flushed (Docker's
+// progress, events, stats): the headers go out with the first value (or
+// begin), so an error before it is a plain HTTP error; an error after it
+// is an errorDetail line, as Docker sends it.
+type jsonStream struct {
+	mu      sync.Mutex
+	w       http.ResponseWriter
+	enc     *json.Encoder
+	started bool
+}
+
+func newJSONStream(w http.ResponseWriter) *jsonStream {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return &jsonStream{w: w, enc: enc}
+}
+
+// send writes one progress message.
+func (s *jsonStream) send(m jsonstream.Message) {
+	s.sendValue(NewStreamMessage(m))
+}
+
+// sendValue writes v as one line.
+func (s *jsonStream) sendValue(v any) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.startLocked()
+	err := s.enc.Encode(v)
+	s.flushLocked()
+	return err
+}
+
+// begin sends the headers now, before any value: a client that follows
+// a stream knows it is answered.
+func (s *jsonStream) begin() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.startLocked()
+	s.flushLocked()
+}
+
+func (s *jsonStream) flushLocked() {
+	if f, ok := s.w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (s *jsonStream) startLocked() {
+	if !s.started {
+		s.started = true
+		s.w.Header().Set("Content-Type", "application/json")
+		s.w.WriteHeader(http.StatusOK)
+	}
+}
+
+// end ends a stream of values that has no error line (events, stats): err
+// goes out as HTTP error when nothing was sent; after that it can only be
+// the client's going away, and the stream just ends.
+func (s *jsonStream) end(err error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		return nil
+	}
+	return err
+}
+
+// finish ends the stream: err goes out as HTTP error when nothing was sent.
+func (s *jsonStream) finish(err error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err == nil {
+		s.startLocked()
+		return nil
+	}
+	if !s.started {
+		return err
+	}
+	// Docker still sends the legacy "error" string beside errorDetail.
+	s.enc.Encode(struct {
+		ErrorDetail *jsonstream.Error `json:"errorDetail"`
+		Error       string            `json:"error"`
+	}{&jsonstream.Error{Message: err.Error()}, err.Error()})
+	return nil
 }

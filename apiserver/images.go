@@ -2,11 +2,9 @@ package apiserver
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 
 	"github.com/containerd/errdefs"
 	"github.com/hutch-engine/hutch/engine"
@@ -232,57 +230,4 @@ func (s *Server) imagePrune(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, rep)
-}
-
-// jsonStream writes Docker's newline-delimited JSON progress: the headers
-// go out with the first message, so an error before it is a plain HTTP
-// error; an error after it is an errorDetail line, as Docker sends it.
-type jsonStream struct {
-	mu      sync.Mutex
-	w       http.ResponseWriter
-	enc     *json.Encoder
-	started bool
-}
-
-func newJSONStream(w http.ResponseWriter) *jsonStream {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	return &jsonStream{w: w, enc: enc}
-}
-
-func (s *jsonStream) send(m jsonstream.Message) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.startLocked()
-	s.enc.Encode(NewStreamMessage(m))
-	if f, ok := s.w.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-func (s *jsonStream) startLocked() {
-	if !s.started {
-		s.started = true
-		s.w.Header().Set("Content-Type", "application/json")
-		s.w.WriteHeader(http.StatusOK)
-	}
-}
-
-// finish ends the stream: err goes out as HTTP error when nothing was sent.
-func (s *jsonStream) finish(err error) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err == nil {
-		s.startLocked()
-		return nil
-	}
-	if !s.started {
-		return err
-	}
-	// Docker still sends the legacy "error" string beside errorDetail.
-	s.enc.Encode(struct {
-		ErrorDetail *jsonstream.Error `json:"errorDetail"`
-		Error       string            `json:"error"`
-	}{&jsonstream.Error{Message: err.Error()}, err.Error()})
-	return nil
 }

@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 
 	"github.com/hutch-engine/hutch/engine"
@@ -20,19 +19,9 @@ type StatsBackend interface {
 // with stream (the default) one per second, each flushed.
 func (s *Server) containerStats(w http.ResponseWriter, r *http.Request) error {
 	req := engine.StatsRequest{Stream: queryBoolDefault(r, "stream", true), OneShot: queryBool(r, "one-shot")}
-	fw := &flushWriter{w: w}
-	enc := json.NewEncoder(fw)
-	begun := false
+	js := newJSONStream(w)
 	err := s.backend.ContainerStats(r.Context(), r.PathValue("id"), req, func(st containertypes.StatsResponse) error {
-		if !begun {
-			begun = true
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusOK)
-		}
-		return enc.Encode(st)
+		return js.sendValue(st)
 	})
-	if begun {
-		return nil // the client went away, or the one sample is sent
-	}
-	return err
+	return js.end(err)
 }

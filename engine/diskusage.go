@@ -54,11 +54,7 @@ func (e *Engine) SystemDiskUsage(ctx context.Context) (DiskUsage, error) {
 			du.Containers[i].SizeRw, du.Containers[i].SizeRootFs = rw, rootfs
 		}
 	}
-	vs, err := e.volumes.List()
-	if err != nil {
-		return du, err
-	}
-	used, err := e.volumeUsers(ctx)
+	vs, used, err := e.volumesAndUsers(ctx)
 	if err != nil {
 		return du, err
 	}

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"strings"
 	"time"
@@ -27,14 +26,9 @@ type EventsRequest struct {
 // passes the filters, in order. A client too slow to take the events ends
 // its stream.
 func (e *Engine) Events(ctx context.Context, req EventsRequest, begin func(), send func(eventtypes.Message) error) error {
-	f, err := container.ParseFilters(req.Filters)
+	f, err := container.ParseFiltersOf(req.Filters, events.FilterKeys)
 	if err != nil {
 		return err
-	}
-	for k := range f {
-		if !events.FilterKeys[k] {
-			return errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid filter '%s'", k))
-		}
 	}
 	now := time.Now()
 	var since, until time.Time

@@ -55,7 +55,7 @@ var imagePruneFilters = map[string]bool{"dangling": true, "label": true, "label!
 // ImagePrune answers POST /images/prune: images no container uses that
 // are dangling (no tag), or all of them with filters {"dangling":["false"]}.
 func (e *Engine) ImagePrune(ctx context.Context, filters string) (image.PruneReport, error) {
-	f, err := parseImageFilters(filters, imagePruneFilters)
+	f, err := container.ParseFiltersOf(filters, imagePruneFilters)
 	if err != nil {
 		return image.PruneReport{}, err
 	}

@@ -11,26 +11,6 @@ import (
 	"github.com/hutch-engine/hutch/engine/container"
 )
 
-// parseImageFilters decodes the "filters" parameter of the image endpoints
-// and refuses keys outside accepted with Docker's "invalid filter 'key'".
-func parseImageFilters(raw string, accepted map[string]bool) (container.Filters, error) {
-	f, err := container.ParseFilters(raw)
-	if err != nil {
-		return nil, err
-	}
-	keys := make([]string, 0, len(f))
-	for k := range f {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if !accepted[k] {
-			return nil, errdefs.ErrInvalidArgument.WithMessage("invalid filter '" + k + "'")
-		}
-	}
-	return f, nil
-}
-
 // sortedValues lists the values of key in a stable order.
 func sortedValues(f container.Filters, key string) []string {
 	vs := make([]string, 0, len(f[key]))

@@ -28,7 +28,7 @@ func TestParseImageFilters(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.raw, func(t *testing.T) {
-			f, err := parseImageFilters(tc.raw, imageListFilters)
+			f, err := container.ParseFiltersOf(tc.raw, imageListFilters)
 			var dangling bool
 			if err == nil {
 				dangling, err = filterBool(f, "dangling", false)
@@ -156,7 +156,7 @@ func FuzzImageFilters(f *testing.F) {
 	now := time.Now()
 	f.Fuzz(func(t *testing.T, raw string) {
 		for _, accepted := range []map[string]bool{imageListFilters, imagePruneFilters} {
-			fl, err := parseImageFilters(raw, accepted)
+			fl, err := container.ParseFiltersOf(raw, accepted)
 			if err != nil {
 				if !errdefs.IsInvalidArgument(err) {
 					t.Fatalf("error of another class: %v", err)

@@ -79,7 +79,7 @@ func (e *Engine) ImageList(ctx context.Context, req ImageListRequest) ([]image.S
 	if err != nil {
 		return nil, err
 	}
-	f, err := parseImageFilters(req.Filters, imageListFilters)
+	f, err := container.ParseFiltersOf(req.Filters, imageListFilters)
 	if err != nil {
 		return nil, err
 	}

@@ -128,7 +128,7 @@ func procStats(initPid int, s *containertypes.StatsResponse) {
 		SystemUsage: systemCPU(),
 		OnlineCPUs:  uint32(runtime.NumCPU()),
 	}
-	s.MemoryStats = containertypes.MemoryStats{Usage: mem, Limit: keyed("/proc/meminfo")["MemTotal"] * 1024}
+	s.MemoryStats = containertypes.MemoryStats{Usage: mem, Limit: uint64(max(memTotal(), 0))}
 	s.PidsStats = containertypes.PidsStats{Current: threads}
 	s.BlkioStats.IoServiceBytesRecursive = []containertypes.BlkioStatEntry{{Op: "read", Value: rd}, {Op: "write", Value: wr}}
 	s.Networks = netStats(initPid)
@@ -149,7 +149,7 @@ func num(s string) uint64 {
 	return n
 }
 
-// keyed reads a file of "key: value" or "key value" lines, the first
+// keyed reads a file of "key: value" lines (/proc/pid/io), the first
 // number of each.
 func keyed(path string) map[string]uint64 {
 	out := map[string]uint64{}

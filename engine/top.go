@@ -77,11 +77,7 @@ func containerProcesses(initPid int) ([]string, error) {
 
 func descendantOf(pid string, ancestor int) bool {
 	for i := 0; i < 64; i++ {
-		st, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
-		if err != nil {
-			return false
-		}
-		f := strings.Fields(string(st[strings.LastIndexByte(string(st), ')')+1:]))
+		f := statFields(pid)
 		if len(f) < 2 {
 			return false
 		}
@@ -111,9 +107,8 @@ func psRow(pid string, boot time.Time) []string {
 	utime, _ := strconv.ParseInt(f[11], 10, 64)
 	stime, _ := strconv.ParseInt(f[12], 10, 64)
 	start, _ := strconv.ParseInt(f[19], 10, 64)
-	const hz = 100
-	cpu := time.Duration(utime+stime) * time.Second / hz
-	started := boot.Add(time.Duration(start) * time.Second / hz)
+	cpu := time.Duration(utime+stime) * time.Second / ticks
+	started := boot.Add(time.Duration(start) * time.Second / ticks)
 	uid := "?"
 	if status, err := os.ReadFile(filepath.Join("/proc", pid, "status")); err == nil {
 		for _, line := range strings.Split(string(status), "\n") {

@@ -70,7 +70,7 @@ var volumeListKeys = map[string]bool{"dangling": true, "driver": true, "label": 
 
 // VolumeList answers GET /volumes.
 func (e *Engine) VolumeList(ctx context.Context, filters string) (volumetypes.ListResponse, error) {
-	f, err := parseVolumeFilters(filters, volumeListKeys)
+	f, err := container.ParseFiltersOf(filters, volumeListKeys)
 	if err != nil {
 		return volumetypes.ListResponse{}, err
 	}
@@ -78,11 +78,7 @@ func (e *Engine) VolumeList(ctx context.Context, filters string) (volumetypes.Li
 	if err != nil {
 		return volumetypes.ListResponse{}, err
 	}
-	vs, err := e.volumes.List()
-	if err != nil {
-		return volumetypes.ListResponse{}, err
-	}
-	used, err := e.volumeUsers(ctx)
+	vs, used, err := e.volumesAndUsers(ctx)
 	if err != nil {
 		return volumetypes.ListResponse{}, err
 	}
@@ -99,19 +95,6 @@ func (e *Engine) VolumeList(ctx context.Context, filters string) (volumetypes.Li
 		out.Volumes = append(out.Volumes, av)
 	}
 	return out, nil
-}
-
-func parseVolumeFilters(raw string, keys map[string]bool) (container.Filters, error) {
-	f, err := container.ParseFilters(raw)
-	if err != nil {
-		return nil, err
-	}
-	for k := range f {
-		if !keys[k] {
-			return nil, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid filter '%s'", k))
-		}
-	}
-	return f, nil
 }
 
 // VolumeRemove answers DELETE /volumes/{name}. A volume that a container
@@ -153,7 +136,7 @@ var volumePruneKeys = map[string]bool{"label": true, "label!": true, "all": true
 // all=true, or a client older than API 1.42, before which prune took
 // every unused volume).
 func (e *Engine) VolumesPrune(ctx context.Context, filters string, all bool) (volumetypes.PruneReport, error) {
-	f, err := parseVolumeFilters(filters, volumePruneKeys)
+	f, err := container.ParseFiltersOf(filters, volumePruneKeys)
 	if err != nil {
 		return volumetypes.PruneReport{}, err
 	}
@@ -164,11 +147,7 @@ func (e *Engine) VolumesPrune(ctx context.Context, filters string, all bool) (vo
 	}
 	e.volMu.Lock()
 	defer e.volMu.Unlock()
-	vs, err := e.volumes.List()
-	if err != nil {
-		return volumetypes.PruneReport{}, err
-	}
-	used, err := e.volumeUsers(ctx)
+	vs, used, err := e.volumesAndUsers(ctx)
 	if err != nil {
 		return volumetypes.PruneReport{}, err
 	}
@@ -189,6 +168,16 @@ func (e *Engine) VolumesPrune(ctx context.Context, filters string, all bool) (vo
 		rep.SpaceReclaimed += uint64(size)
 	}
 	return rep, nil
+}
+
+// volumesAndUsers are every volume, and volumeUsers.
+func (e *Engine) volumesAndUsers(ctx context.Context) ([]*volume.Volume, map[string][]string, error) {
+	vs, err := e.volumes.List()
+	if err != nil {
+		return nil, nil, err
+	}
+	used, err := e.volumeUsers(ctx)
+	return vs, used, err
 }
 
 // volumeUsers maps each volume a container mounts to those containers'

@@ -282,6 +282,27 @@ func matchName(ps []pattern, name string) bool {
 	return false
 }
 
+// ParseFiltersOf is ParseFilters for an endpoint that takes the keys
+// accepted only: any other is refused with Docker's "invalid filter
+// 'key'" (the first in sorted order, so the answer does not vary).
+func ParseFiltersOf(s string, accepted map[string]bool) (Filters, error) {
+	f, err := ParseFilters(s)
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]string, 0, len(f))
+	for k := range f {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !accepted[k] {
+			return nil, errdefs.ErrInvalidArgument.WithMessage("invalid filter '" + k + "'")
+		}
+	}
+	return f, nil
+}
+
 // MatchLabels is Docker's label filter: with want, every "key" or
 // "key=value" of values must hold for labels; without (prune's label!=),
 // none of them may.

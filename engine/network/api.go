@@ -163,14 +163,9 @@ var listKeys = map[string]bool{"dangling": true, "driver": true, "id": true, "la
 
 // NetworkList implements engine.Networks, sorted by name.
 func (m *Manager) NetworkList(ctx context.Context, filters string) ([]network.Summary, error) {
-	f, err := container.ParseFilters(filters)
+	f, err := container.ParseFiltersOf(filters, listKeys)
 	if err != nil {
 		return nil, err
-	}
-	for k := range f {
-		if !listKeys[k] {
-			return nil, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid filter '%s'", k))
-		}
 	}
 	for _, t := range f.Values("type") {
 		if t != "custom" && t != "builtin" {
@@ -275,14 +270,9 @@ var pruneKeys = map[string]bool{"label": true, "label!": true, "until": true}
 // NetworkPrune implements engine.Networks: user networks without running
 // containers go.
 func (m *Manager) NetworkPrune(ctx context.Context, filters string) (network.PruneReport, error) {
-	f, err := container.ParseFilters(filters)
+	f, err := container.ParseFiltersOf(filters, pruneKeys)
 	if err != nil {
 		return network.PruneReport{}, err
-	}
-	for k := range f {
-		if !pruneKeys[k] {
-			return network.PruneReport{}, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid filter '%s'", k))
-		}
 	}
 	var until time.Time
 	if vs := f.Values("until"); len(vs) > 0 {
