@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/hutch-engine/hutch/engine"
+	"github.com/hutch-engine/hutch/engine/build"
 	"github.com/moby/moby/api/types/image"
 	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/moby/moby/api/types/registry"
@@ -41,4 +42,7 @@ func (noContainers) ImageLoad(context.Context, io.Reader, bool, func(jsonstream.
 func (noContainers) ImageSave(context.Context, []string, io.Writer) error { return errNoContainers }
 func (noContainers) RegistryLogin(context.Context, registry.AuthConfig) (registry.AuthResponse, error) {
 	return registry.AuthResponse{}, errNoContainers
+}
+func (noContainers) Build(context.Context, engine.BuildRequest, io.Reader, build.Output) (string, error) {
+	return "", errNoContainers
 }

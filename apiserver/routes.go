@@ -82,6 +82,7 @@ func (s *Server) routes() []route {
 		// events, disk usage, the build cache there is none of
 		{http.MethodGet, "/events", s.events},
 		{http.MethodGet, "/system/df", s.systemDF},
+		{http.MethodPost, "/build", s.imageBuild},
 		{http.MethodPost, "/build/prune", s.buildPrune},
 
 		// volumes

@@ -58,6 +58,7 @@ type Backend interface {
 	EventBackend
 	DiskUsageBackend
 	StatsBackend
+	BuildBackend
 }
 
 // Options configures a Server.

@@ -73,16 +73,10 @@ func (e *Engine) ContainerCommit(ctx context.Context, req CommitRequest) (string
 	if err != nil {
 		return "", err
 	}
-	_, base, err := store.ContainerImage(ctx, c.ImageID)
-	if err != nil {
-		return "", fmt.Errorf("the image of container %s: %w", c.ID, err)
-	}
-	changes, err := store.RootfsChanges(ctx, c.Runtime.RootfsID)
+	img, err := e.commitOf(ctx, c, cfg, req.Author, req.Comment)
 	if err != nil {
 		return "", err
 	}
-	img := commitImage(base, cfg, c, req.Author, req.Comment, time.Now().UTC())
-	img.Exclude = runtimeArtifacts(changes)
 	if named != nil {
 		img.Name = named.String()
 	}
@@ -95,6 +89,22 @@ func (e *Engine) ContainerCommit(ctx context.Context, req CommitRequest) (string
 	}
 	e.containerEvent(c, eventtypes.ActionCommit, map[string]string{"comment": req.Comment, "imageID": id})
 	return id, nil
+}
+
+// commitOf describes the commit of container c with config cfg: on its
+// image, without the mount points the runtime made.
+func (e *Engine) commitOf(ctx context.Context, c *container.Container, cfg dockerspec.DockerOCIImageConfig, author, comment string) (CommitImage, error) {
+	_, base, err := e.images.ContainerImage(ctx, c.ImageID)
+	if err != nil {
+		return CommitImage{}, fmt.Errorf("the image of container %s: %w", c.ID, err)
+	}
+	changes, err := e.images.RootfsChanges(ctx, c.Runtime.RootfsID)
+	if err != nil {
+		return CommitImage{}, err
+	}
+	img := commitImage(base, cfg, c, author, comment, time.Now().UTC())
+	img.Exclude = runtimeArtifacts(changes)
+	return img, nil
 }
 
 // commitImage builds the new image's description from its source image's

@@ -108,6 +108,10 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	e := &Engine{opts: opts, id: id, log: opts.Logger, images: opts.Images, containers: store, volumes: volumes, events: events.New(), runs: newRuns(), host: shim.DetectHost()}
 	e.starts = newStartGate(runtime.NumCPU(), startLease)
+	// Contexts of builds a crash interrupted.
+	if err := os.RemoveAll(e.buildDir()); err != nil {
+		e.log.Warn("removing old build contexts", "err", err)
+	}
 	e.rootfs.idle.L = &e.rootfs.mu
 	if err := e.reconcile(ctx); err != nil {
 		return nil, err

@@ -1,0 +1,99 @@
+package apiserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/containerd/errdefs"
+	"github.com/distribution/reference"
+	"github.com/hutch-engine/hutch/engine"
+	"github.com/hutch-engine/hutch/engine/build"
+	buildtypes "github.com/moby/moby/api/types/build"
+	"github.com/moby/moby/api/types/jsonstream"
+)
+
+// BuildBackend builds images with the classic builder (POST /build).
+type BuildBackend interface {
+	Build(ctx context.Context, req engine.BuildRequest, buildContext io.Reader, out build.Output) (string, error)
+}
+
+// imageBuild is POST /build (docker build without BuildKit): the body is
+// the context, a tar; the output is Docker's JSON progress stream, ending
+// with the image's ID as aux.
+func (s *Server) imageBuild(w http.ResponseWriter, r *http.Request) error {
+	req, err := buildRequest(r)
+	if err != nil {
+		return err
+	}
+	stream := newJSONStream(w)
+	_, err = s.backend.Build(r.Context(), req, r.Body, buildOutput{stream})
+	return stream.finish(err)
+}
+
+// buildRequest reads the query of POST /build. Options of BuildKit and
+// remote contexts are refused rather than ignored.
+func buildRequest(r *http.Request) (engine.BuildRequest, error) {
+	q := r.URL.Query()
+	req := engine.BuildRequest{
+		DockerfileName: q.Get("dockerfile"),
+		Request: build.Request{
+			Target:      q.Get("target"),
+			Pull:        queryBool(r, "pull"),
+			Quiet:       queryBool(r, "q"),
+			Remove:      queryBoolDefault(r, "rm", true),
+			ForceRemove: queryBool(r, "forcerm"),
+			NetworkMode: q.Get("networkmode"),
+		},
+	}
+	switch {
+	case q.Get("remote") != "":
+		return req, errdefs.ErrNotImplemented.WithMessage("remote build contexts (git repositories, URLs) are not supported by hutch: send the context as a tar")
+	case q.Get("version") == string(buildtypes.BuilderBuildKit):
+		return req, errdefs.ErrInvalidArgument.WithMessage("BuildKit is not supported by this daemon: use the classic builder (DOCKER_BUILDKIT=0)")
+	case queryBool(r, "squash"):
+		return req, errdefs.ErrInvalidArgument.WithMessage("squash is only supported with experimental mode")
+	}
+	if p := q.Get("platform"); p != "" && !strings.HasPrefix(p, "linux") {
+		return req, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("platform %q is not supported: this daemon builds for linux", p))
+	}
+	for _, t := range q["t"] {
+		named, err := reference.ParseNormalizedNamed(t)
+		if err != nil {
+			return req, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid reference format: %s", t))
+		}
+		if _, ok := named.(reference.Digested); ok {
+			return req, errdefs.ErrInvalidArgument.WithMessage("invalid reference format: a tag cannot hold a digest: " + t)
+		}
+		req.Tags = append(req.Tags, t)
+	}
+	if v := q.Get("buildargs"); v != "" {
+		if err := json.Unmarshal([]byte(v), &req.BuildArgs); err != nil {
+			return req, errdefs.ErrInvalidArgument.WithMessage("invalid buildargs: " + err.Error())
+		}
+	}
+	if v := q.Get("labels"); v != "" {
+		if err := json.Unmarshal([]byte(v), &req.Labels); err != nil {
+			return req, errdefs.ErrInvalidArgument.WithMessage("invalid labels: " + err.Error())
+		}
+	}
+	for _, h := range q["extrahosts"] {
+		req.ExtraHosts = append(req.ExtraHosts, strings.FieldsFunc(h, func(r rune) bool { return r == ',' || r == ' ' })...)
+	}
+	return req, nil
+}
+
+// buildOutput writes the builder's output as Docker's stream.
+type buildOutput struct{ s *jsonStream }
+
+func (o buildOutput) Stream(text string)            { o.s.send(jsonstream.Message{Stream: text}) }
+func (o buildOutput) Progress(m jsonstream.Message) { o.s.send(m) }
+
+func (o buildOutput) ImageID(id string) {
+	raw, _ := json.Marshal(buildtypes.Result{ID: id})
+	msg := json.RawMessage(raw)
+	o.s.send(jsonstream.Message{Aux: &msg})
+}

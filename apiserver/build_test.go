@@ -1,0 +1,79 @@
+package apiserver
+
+import (
+	"context"
+	"io"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/containerd/errdefs"
+	"github.com/hutch-engine/hutch/engine"
+	"github.com/hutch-engine/hutch/engine/build"
+)
+
+// fakeBuild records the request; its Dockerfile content says how it
+// ends: "fail-early" before any output, "fail-late" after a step.
+type fakeBuild struct {
+	fakeBackend
+	got   *engine.BuildRequest
+	calls int
+}
+
+func (f *fakeBuild) Build(_ context.Context, req engine.BuildRequest, body io.Reader, out build.Output) (string, error) {
+	f.calls++
+	f.got = &req
+	b, _ := io.ReadAll(body)
+	switch string(b) {
+	case "fail-early":
+		return "", errdefs.ErrInvalidArgument.WithMessage("dockerfile parse error")
+	case "fail-late":
+		out.Stream("Step 1/2 : FROM x\n")
+		return "", errdefs.ErrInvalidArgument.WithMessage("The command 'false' returned a non-zero code: 1")
+	}
+	out.Stream("Step 1/1 : FROM x\n")
+	out.ImageID("sha256:abc")
+	return "sha256:abc", nil
+}
+
+func TestImageBuild(t *testing.T) {
+	for _, tc := range []struct {
+		query, body, want string
+		status            int
+		called            bool
+	}{
+		{"t=a:1&t=b&buildargs=" + url.QueryEscape(`{"X":"1","Y":null}`) + "&labels=" + url.QueryEscape(`{"l":"v"}`) + "&rm=0&forcerm=1&dockerfile=sub/D&target=s&extrahosts=h:1.2.3.4",
+			"ok", `{"stream":"Step 1/1 : FROM x\n"}` + "\n" + `{"aux":{"ID":"sha256:abc"}}`, 200, true},
+		{"", "fail-early", `{"message":"dockerfile parse error"}`, 400, true},
+		{"", "fail-late", `{"errorDetail":{"message":"The command 'false' returned a non-zero code: 1"},"error":"The command 'false' returned a non-zero code: 1"}`, 200, true},
+		{"t=Bad::Ref", "ok", `invalid reference format: Bad::Ref`, 400, false},
+		{"t=a@sha256:" + strings.Repeat("a", 64), "ok", `cannot hold a digest`, 400, false},
+		{"buildargs=notjson", "ok", `invalid buildargs`, 400, false},
+		{"labels=%5B%5D", "ok", `invalid labels`, 400, false},
+		{"remote=https://example.com/x.git", "ok", `remote build contexts`, 501, false},
+		{"version=2", "ok", `BuildKit is not supported`, 400, false},
+		{"platform=windows/amd64", "ok", `is not supported`, 400, false},
+	} {
+		f := &fakeBuild{}
+		s := New(f, Options{Logger: testLogger(t)})
+		rec := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rec, httptest.NewRequest("POST", "/v1.50/build?"+tc.query, strings.NewReader(tc.body)))
+		if rec.Code != tc.status || !strings.Contains(rec.Body.String(), tc.want) {
+			t.Errorf("POST /build?%s = %d\n%s\nwant %d with\n%s", tc.query, rec.Code, rec.Body, tc.status, tc.want)
+		}
+		if (f.calls > 0) != tc.called {
+			t.Errorf("POST /build?%s: engine called %d times", tc.query, f.calls)
+		}
+	}
+	f := &fakeBuild{}
+	s := New(f, Options{Logger: testLogger(t)})
+	q := "t=a:1&t=b&buildargs=" + url.QueryEscape(`{"X":"1","Y":null}`) + "&labels=" + url.QueryEscape(`{"l":"v"}`) + "&rm=0&forcerm=1&q=1&pull=1&dockerfile=sub/D&target=s&extrahosts=h:1.2.3.4,g:5.6.7.8&networkmode=host"
+	s.Handler().ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("POST", "/build?"+q, strings.NewReader("ok")))
+	r := f.got
+	if r == nil || strings.Join(r.Tags, ",") != "a:1,b" || *r.BuildArgs["X"] != "1" || r.BuildArgs["Y"] != nil || r.Labels["l"] != "v" ||
+		r.Remove || !r.ForceRemove || !r.Quiet || !r.Pull || r.DockerfileName != "sub/D" || r.Target != "s" ||
+		strings.Join(r.ExtraHosts, " ") != "h:1.2.3.4 g:5.6.7.8" || r.NetworkMode != "host" {
+		t.Errorf("request = %+v", r)
+	}
+}

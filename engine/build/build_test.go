@@ -1,0 +1,260 @@
+package build
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/containerd/errdefs"
+	containertypes "github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/jsonstream"
+)
+
+// fakeBackend keeps images and containers in memory; RUN "exit N" exits
+// with N, anything else 0 with its command echoed.
+type fakeBackend struct {
+	mu         sync.Mutex
+	images     map[string]Image
+	containers map[string]*containertypes.Config
+	runs       [][]string // argv and env of each RUN
+	history    map[string]string
+	removed    []string
+	removedImg []string
+	tags       map[string]string
+	n          int
+}
+
+func newFake() *fakeBackend {
+	return &fakeBackend{
+		images:     map[string]Image{"base": {ID: "sha256:base", Config: containertypes.Config{Cmd: []string{"sh"}, Env: []string{"PATH=/bin"}}}},
+		containers: map[string]*containertypes.Config{},
+		history:    map[string]string{},
+		tags:       map[string]string{},
+	}
+}
+
+func (f *fakeBackend) Image(_ context.Context, ref string, _ bool, _ Output) (Image, error) {
+	if img, ok := f.images[ref]; ok {
+		return img, nil
+	}
+	for _, img := range f.images {
+		if img.ID == ref {
+			return img, nil
+		}
+	}
+	return Image{}, errdefs.ErrNotFound.WithMessage("No such image: " + ref)
+}
+
+func (f *fakeBackend) Create(_ context.Context, cfg *containertypes.Config, _ *containertypes.HostConfig) (string, error) {
+	f.n++
+	id := fmt.Sprintf("c%063d", f.n)
+	c := cloneConfig(*cfg)
+	f.containers[id] = &c
+	return id, nil
+}
+
+func (f *fakeBackend) Run(_ context.Context, id string, w io.Writer) (int, error) {
+	c := f.containers[id]
+	f.runs = append(f.runs, append(slices.Clone(c.Cmd), c.Env...))
+	last := c.Cmd[len(c.Cmd)-1]
+	var code int
+	if _, err := fmt.Sscanf(last, "exit %d", &code); err == nil {
+		return code, nil
+	}
+	fmt.Fprintf(w, "ran %s\n", last)
+	return 0, nil
+}
+
+func (f *fakeBackend) Stat(context.Context, string, string) (bool, bool, error) {
+	return false, false, nil
+}
+func (f *fakeBackend) Owner(context.Context, string, string) (int, int, error) { return 1, 2, nil }
+func (f *fakeBackend) Extract(_ context.Context, _ string, r io.Reader) error {
+	_, err := io.Copy(io.Discard, r)
+	return err
+}
+func (f *fakeBackend) Archive(context.Context, string, string) (io.ReadCloser, error) {
+	return nil, errdefs.ErrNotFound
+}
+
+func (f *fakeBackend) Commit(_ context.Context, id string, cfg *containertypes.Config, createdBy, _ string) (string, error) {
+	f.n++
+	img := fmt.Sprintf("sha256:%064d", f.n)
+	f.images[img] = Image{ID: img, Config: cloneConfig(*cfg)}
+	f.history[img] = createdBy
+	return img, nil
+}
+
+func (f *fakeBackend) Remove(_ context.Context, id string) error {
+	f.removed = append(f.removed, id)
+	delete(f.containers, id)
+	return nil
+}
+func (f *fakeBackend) RemoveImage(_ context.Context, id string) error {
+	f.removedImg = append(f.removedImg, id)
+	delete(f.images, id)
+	return nil
+}
+func (f *fakeBackend) Tag(_ context.Context, id, ref string) error { f.tags[ref] = id; return nil }
+
+type recorder struct {
+	mu   sync.Mutex
+	text strings.Builder
+	id   string
+}
+
+func (r *recorder) Stream(s string)             { r.mu.Lock(); r.text.WriteString(s); r.mu.Unlock() }
+func (r *recorder) Progress(jsonstream.Message) {}
+func (r *recorder) ImageID(id string)           { r.id = id }
+
+func build(t *testing.T, f *fakeBackend, df string, mod func(*Request)) (Image, *recorder, error) {
+	t.Helper()
+	req := Request{Dockerfile: []byte(df), Remove: true, Tags: []string{"out:1"}}
+	if mod != nil {
+		mod(&req)
+	}
+	out := &recorder{}
+	id, err := Run(context.Background(), f, req, out)
+	if err != nil {
+		return Image{}, out, err
+	}
+	return f.images[id], out, nil
+}
+
+func TestConfigInstructions(t *testing.T) {
+	f := newFake()
+	img, out, err := build(t, f, `FROM base
+ENV A=1 B="two words"
+LABEL team=hutch
+WORKDIR /srv
+WORKDIR sub
+EXPOSE 80 90-91/udp
+USER nobody
+VOLUME /data
+STOPSIGNAL SIGINT
+SHELL ["/bin/ash", "-c"]
+ENTRYPOINT echo
+ONBUILD RUN true
+`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := img.Config
+	if !slices.Equal(c.Env, []string{"PATH=/bin", "A=1", "B=two words"}) || c.Labels["team"] != "hutch" || c.WorkingDir != "/srv/sub" ||
+		c.User != "nobody" || c.StopSignal != "SIGINT" || len(c.ExposedPorts) != 3 || c.Volumes == nil {
+		t.Errorf("config = %+v", c)
+	}
+	// ENTRYPOINT resets the inherited CMD, in the shell SHELL set.
+	if c.Cmd != nil || !slices.Equal(c.Entrypoint, []string{"/bin/ash", "-c", "echo"}) || !slices.Equal(c.OnBuild, []string{"RUN true"}) {
+		t.Errorf("cmd %q entrypoint %q onbuild %q", c.Cmd, c.Entrypoint, c.OnBuild)
+	}
+	if !strings.Contains(out.text.String(), "Step 12/12 : ONBUILD RUN true") || !strings.Contains(out.text.String(), "Successfully tagged out:1") {
+		t.Errorf("output:\n%s", out.text.String())
+	}
+	if out.id != img.ID || f.tags["out:1"] != img.ID {
+		t.Errorf("aux %q tags %v, image %q", out.id, f.tags, img.ID)
+	}
+	// The intermediate images are gone, the step containers too.
+	if len(f.images) != 2 || len(f.containers) != 0 {
+		t.Errorf("%d images and %d containers left", len(f.images), len(f.containers))
+	}
+}
+
+func TestRunArgs(t *testing.T) {
+	f := newFake()
+	v := "from-cli"
+	img, out, err := build(t, f, `ARG TAG=base
+FROM ${TAG}
+ARG X
+ARG Y=default
+ENV Y=env
+CMD ["keep"]
+ENTRYPOINT ["e"]
+RUN echo $X $Y
+`, func(r *Request) { r.BuildArgs = map[string]*string{"X": &v, "HTTP_PROXY": &v, "UNUSED": &v} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := f.runs[0]
+	if !slices.Equal(run[:3], []string{"/bin/sh", "-c", "echo $X $Y"}) || !slices.Contains(run, "X=from-cli") ||
+		!slices.Contains(run, "HTTP_PROXY=from-cli") || !slices.Contains(run, "Y=env") || slices.Contains(run, "Y=default") {
+		t.Errorf("RUN argv and env = %q", run)
+	}
+	if h := f.history[img.ID]; h != "|1 X=from-cli /bin/sh -c echo $X $Y" {
+		t.Errorf("RUN history = %q", h)
+	}
+	if !slices.Equal(img.Config.Cmd, []string{"keep"}) || slices.Contains(img.Config.Env, "X=from-cli") {
+		t.Errorf("config after RUN: %+v", img.Config)
+	}
+	if !strings.Contains(out.text.String(), "ran echo $X $Y") || !strings.Contains(out.text.String(), "[UNUSED]") {
+		t.Errorf("output:\n%s", out.text.String())
+	}
+}
+
+func TestStagesAndTarget(t *testing.T) {
+	f := newFake()
+	img, _, err := build(t, f, `FROM base AS one
+ENV STAGE=one
+FROM one AS two
+ENV STAGE=two
+FROM base
+ENV STAGE=three
+`, func(r *Request) { r.Target = "two" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(img.Config.Env, "STAGE=two") {
+		t.Errorf("target two built %+v", img.Config)
+	}
+	if _, _, err := build(t, f, "FROM base\n", func(r *Request) { r.Target = "nope" }); err == nil || !strings.Contains(err.Error(), `"nope"`) {
+		t.Errorf("unknown target: %v", err)
+	}
+}
+
+func TestBuildErrors(t *testing.T) {
+	for df, want := range map[string]string{
+		"FROM base\nRUN exit 7\n":                    "The command '/bin/sh -c exit 7' returned a non-zero code: 7",
+		"FROM base\nRUN --network=none true\n":       "the --network option requires BuildKit",
+		"FROM base\nCOPY --link a /b\n":              "the --link option requires BuildKit",
+		"FROM base\nADD --checksum=sha256:00 a /b\n": "the --checksum option requires BuildKit",
+		"FROM nosuch\n":                              "No such image: nosuch",
+		"FROM scratch\n":                             "scratch",
+		"FROM base\nNOPE x\n":                        "unknown instruction",
+		"":                                           "no instructions",
+		"FROM base\nCOPY --from=base *.txt /x/\n":    "wildcards",
+		"FROM base\nEXPOSE notaport\n":               "notaport",
+	} {
+		f := newFake()
+		_, _, err := build(t, f, df, nil)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: err %v, want %q", df, err, want)
+		}
+		if len(f.images) != 1 {
+			t.Errorf("%q: images left %v", df, f.images)
+		}
+	}
+	// A failed RUN keeps its container unless ForceRemove.
+	f := newFake()
+	build(t, f, "FROM base\nRUN exit 1\n", nil)
+	if len(f.containers) != 1 {
+		t.Errorf("containers after a failed RUN: %d, want 1", len(f.containers))
+	}
+	f = newFake()
+	build(t, f, "FROM base\nRUN exit 1\n", func(r *Request) { r.ForceRemove = true })
+	if len(f.containers) != 0 {
+		t.Errorf("containers after a failed RUN with ForceRemove: %d", len(f.containers))
+	}
+}
+
+func TestDestPath(t *testing.T) {
+	b := &builder{cur: &stageState{config: containertypes.Config{WorkingDir: "/app"}}}
+	for in, want := range map[string]string{".": "/app/", "x": "/app/x", "x/": "/app/x/", "/abs": "/abs", "/": "/", "../up/": "/up/"} {
+		if got := b.destPath(in); got != want {
+			t.Errorf("destPath(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,234 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/containerd/errdefs"
+	"github.com/distribution/reference"
+	"github.com/hutch-engine/hutch/engine/build"
+	"github.com/hutch-engine/hutch/engine/build/buildctx"
+	"github.com/hutch-engine/hutch/engine/container"
+	"github.com/hutch-engine/hutch/engine/spec"
+	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
+	containertypes "github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/network"
+)
+
+// BuildRequest is POST /build: the builder's request, and the name of the
+// Dockerfile in the context.
+type BuildRequest struct {
+	build.Request
+	DockerfileName string
+}
+
+// buildDir holds the contexts of builds under way; what a crash left there
+// is removed when the engine starts.
+func (e *Engine) buildDir() string { return filepath.Join(e.opts.DataRoot, "build") }
+
+// Build unpacks the context (a tar, maybe compressed) and builds its
+// Dockerfile with the classic builder (engine/build). Errors before any
+// step are errdefs classes (a bad context or Dockerfile: invalid
+// argument).
+func (e *Engine) Build(ctx context.Context, req BuildRequest, body io.Reader, out build.Output) (string, error) {
+	if _, err := e.imageStore(); err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(e.buildDir(), 0o700); err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp(e.buildDir(), "context-")
+	if err != nil {
+		return "", err
+	}
+	bctx, err := buildctx.Extract(body, dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", userBuildErr(err)
+	}
+	defer bctx.Close()
+	df, err := bctx.Dockerfile(req.DockerfileName)
+	if err != nil {
+		return "", userBuildErr(err)
+	}
+	req.Dockerfile, req.Context = df, bctx
+	id, err := build.Run(ctx, buildBackend{e}, req.Request, out)
+	return id, userBuildErr(err)
+}
+
+// userBuildErr classes buildctx's errors as invalid arguments.
+func userBuildErr(err error) error {
+	var ce *buildctx.Error
+	if errors.As(err, &ce) {
+		return errdefs.ErrInvalidArgument.WithMessage(ce.Error())
+	}
+	return err
+}
+
+// buildBackend is the engine as engine/build sees it.
+type buildBackend struct{ e *Engine }
+
+func (b buildBackend) Image(ctx context.Context, ref string, pull bool, out build.Output) (build.Image, error) {
+	store := b.e.images
+	if !pull {
+		if id, cfg, err := store.ContainerImage(ctx, ref); err == nil {
+			return build.Image{ID: id, Config: containerConfigOf(cfg)}, nil
+		} else if !errdefs.IsNotFound(err) {
+			return build.Image{}, err
+		}
+	}
+	if strings.HasPrefix(ref, "sha256:") {
+		return build.Image{}, errdefs.ErrNotFound.WithMessage("No such image: " + ref)
+	}
+	if err := b.e.ImagePull(ctx, PullRequest{FromImage: ref}, out.Progress); err != nil {
+		return build.Image{}, err
+	}
+	id, cfg, err := store.ContainerImage(ctx, ref)
+	if err != nil {
+		return build.Image{}, err
+	}
+	return build.Image{ID: id, Config: containerConfigOf(cfg)}, nil
+}
+
+// containerConfigOf is an image's config as a container's.
+func containerConfigOf(img *dockerspec.DockerOCIImage) containertypes.Config {
+	if img == nil {
+		return containertypes.Config{}
+	}
+	c := img.Config
+	out := containertypes.Config{
+		User: c.User, Env: c.Env, Entrypoint: c.Entrypoint, Cmd: c.Cmd,
+		Volumes: c.Volumes, WorkingDir: c.WorkingDir, Labels: c.Labels,
+		StopSignal: c.StopSignal, OnBuild: c.OnBuild, Shell: c.Shell,
+	}
+	if h := c.Healthcheck; h != nil {
+		out.Healthcheck = &containertypes.HealthConfig{Test: h.Test, Interval: h.Interval, Timeout: h.Timeout,
+			StartPeriod: h.StartPeriod, StartInterval: h.StartInterval, Retries: h.Retries}
+	}
+	for p := range c.ExposedPorts {
+		if port, err := network.ParsePort(p); err == nil {
+			if out.ExposedPorts == nil {
+				out.ExposedPorts = network.PortSet{}
+			}
+			out.ExposedPorts[port] = struct{}{}
+		}
+	}
+	return out
+}
+
+func (b buildBackend) Create(ctx context.Context, cfg *containertypes.Config, hc *containertypes.HostConfig) (string, error) {
+	resp, err := b.e.ContainerCreate(ctx, CreateRequest{Config: cfg, HostConfig: hc})
+	return resp.ID, err
+}
+
+func (b buildBackend) Run(ctx context.Context, id string, w io.Writer) (int, error) {
+	attached := make(chan struct{})
+	attachDone := make(chan error, 1)
+	go func() {
+		attachDone <- b.e.ContainerAttach(ctx, id, AttachRequest{Stream: true, Stdout: true, Stderr: true,
+			Attached: func() { close(attached) }}, nil, w, w)
+	}()
+	select {
+	case <-attached:
+	case err := <-attachDone:
+		return -1, err
+	}
+	waitc, err := b.e.ContainerWait(ctx, id, WaitRequest{Condition: string(container.WaitNextExit)})
+	if err != nil {
+		return -1, err
+	}
+	if err := b.e.ContainerStart(ctx, id); err != nil {
+		return -1, err
+	}
+	var res container.WaitResult
+	select {
+	case res = <-waitc:
+	case <-ctx.Done():
+		b.e.ContainerKill(context.WithoutCancel(ctx), id, "KILL")
+		return -1, ctx.Err()
+	}
+	<-attachDone
+	if res.Error != "" {
+		return -1, errors.New(res.Error)
+	}
+	return res.ExitCode, nil
+}
+
+func (b buildBackend) Stat(ctx context.Context, id, p string) (bool, bool, error) {
+	if _, err := b.e.ContainerStatPath(ctx, id, strings.TrimSuffix(p, "/")+"/"); err == nil {
+		return true, true, nil
+	}
+	_, err := b.e.ContainerStatPath(ctx, id, p)
+	if errdefs.IsNotFound(err) {
+		return false, false, nil
+	}
+	if err != nil {
+		return false, false, err
+	}
+	return true, false, nil
+}
+
+func (b buildBackend) Owner(ctx context.Context, id, chown string) (int, int, error) {
+	_, root, done, err := b.e.openContainerFS(ctx, id)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer done()
+	u, err := spec.ResolveUser(root.path, chown, nil, b.e.opts.IDMap == "single")
+	if err != nil {
+		return 0, 0, err
+	}
+	return int(u.UID), int(u.GID), nil
+}
+
+func (b buildBackend) Extract(ctx context.Context, id string, tar io.Reader) error {
+	return b.e.ContainerExtractToDir(ctx, id, ExtractRequest{Path: "/"}, tar)
+}
+
+func (b buildBackend) Archive(ctx context.Context, id, p string) (io.ReadCloser, error) {
+	rc, _, err := b.e.ContainerArchivePath(ctx, id, p)
+	return rc, err
+}
+
+// Commit is docker commit with the builder's exact config and history,
+// and no parent: the intermediate images go at the build's end.
+func (b buildBackend) Commit(ctx context.Context, id string, cfg *containertypes.Config, createdBy, author string) (string, error) {
+	c, err := b.e.containers.Get(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	img, err := b.e.commitOf(ctx, c, imageConfigOf(cfg), author, "")
+	if err != nil {
+		return "", err
+	}
+	img.History.CreatedBy = createdBy
+	img.Parent = ""
+	return b.e.images.CommitImage(ctx, c.Runtime.RootfsID, img)
+}
+
+func (b buildBackend) Remove(ctx context.Context, id string) error {
+	return b.e.ContainerRemove(ctx, id, RemoveRequest{Force: true, Volumes: true})
+}
+
+func (b buildBackend) RemoveImage(ctx context.Context, id string) error {
+	_, err := b.e.ImageRemove(ctx, id, ImageRemoveRequest{NoPrune: true})
+	return err
+}
+
+func (b buildBackend) Tag(ctx context.Context, id, ref string) error {
+	named, err := reference.ParseNormalizedNamed(ref)
+	if err != nil {
+		return invalidReference(err)
+	}
+	tagged, ok := reference.TagNameOnly(named).(reference.NamedTagged)
+	if !ok {
+		return errdefs.ErrInvalidArgument.WithMessage("invalid reference: " + ref)
+	}
+	return b.e.ImageTag(ctx, id, tagged.Name(), tagged.Tag())
+}
+
+var _ build.Backend = buildBackend{}

@@ -1,0 +1,203 @@
+//go:build integration
+
+package integration
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/moby/moby/client"
+)
+
+// docker build (the classic builder, POST /build) against the real daemon:
+// the docker CLI, which uses it because /_ping says Builder-Version 1, and
+// the Go SDK.
+
+// buildDir writes files (name → content) into a new context directory.
+func buildDir(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestBuild(t *testing.T) {
+	d, ref := pulled(t)
+	imagesBefore := lines(must(t, d, "images", "-aq"))
+	dir := buildDir(t, map[string]string{
+		"Dockerfile": `ARG BASE
+FROM $BASE AS base
+ARG GREETING=hello
+ENV WHO=world
+WORKDIR /app
+COPY greet.txt ./
+COPY sub/ /app/sub/
+RUN echo "$GREETING $WHO" > /app/out.txt && cat /app/greet.txt
+LABEL team=hutch
+EXPOSE 8080
+CMD ["cat", "/app/out.txt"]
+
+FROM base
+COPY --from=base /app/out.txt /copied.txt
+COPY . /ctx/
+`,
+		"greet.txt":     "from the context",
+		"sub/a/b.txt":   "deep\n",
+		"secret.txt":    "do not send",
+		".dockerignore": "secret.txt\n",
+	})
+	out := must(t, d, "build", "--build-arg", "BASE="+ref, "--build-arg", "GREETING=hi", "-t", "built:1", dir)
+	for _, want := range []string{"Step 1/14 : ARG BASE", "Step 2/14 : FROM $BASE AS base", "Step 14/14 : COPY . /ctx/", "from the context", "Successfully built", "Successfully tagged built:1"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("docker build output lacks %q:\n%s", want, out)
+		}
+	}
+	if got := must(t, d, "run", "--rm", "built:1"); got != "hi world" {
+		t.Errorf("docker run built:1 = %q", got)
+	}
+	if got := must(t, d, "run", "--rm", "built:1", "sh", "-c", "cat /copied.txt /app/sub/a/b.txt; ls /ctx; pwd"); got != "hi world\ndeep\nDockerfile\ngreet.txt\nsub\n/app" {
+		t.Errorf("files of built:1 = %q", got)
+	}
+	insp := must(t, d, "image", "inspect", "--format", "{{.Config.WorkingDir}} {{json .Config.Cmd}} {{.Config.Labels.team}} {{json .Config.ExposedPorts}} {{json .Config.Env}}", "built:1")
+	if !strings.HasPrefix(insp, `/app ["cat","/app/out.txt"] hutch {"8080/tcp":{}} [`) || !strings.Contains(insp, `"WHO=world"`) {
+		t.Errorf("inspect built:1 = %s", insp)
+	}
+	hist := must(t, d, "history", "--no-trunc", "--format", "{{.CreatedBy}}", "built:1")
+	if !strings.Contains(hist, `|1 GREETING=hi /bin/sh -c echo "$GREETING $WHO" > /app/out.txt && cat /app/greet.txt`) {
+		t.Errorf("history of built:1 lacks the RUN with its build argument:\n%s", hist)
+	}
+	// Nothing of the build is left but the image: no container, no
+	// intermediate image.
+	if ps := must(t, d, "ps", "-aq"); ps != "" {
+		t.Errorf("containers left by the build: %q", ps)
+	}
+	if got := lines(must(t, d, "images", "-aq")); len(got) != len(imagesBefore)+1 {
+		t.Errorf("images after the build: %q (before: %q)", got, imagesBefore)
+	}
+
+	// A failing RUN: its error, and the container kept for inspection
+	// as Docker keeps it (unless --force-rm); no image made.
+	failing := buildDir(t, map[string]string{"Dockerfile": "FROM " + ref + "\nENV A=1\nRUN echo failing; exit 3\n"})
+	out, err := d.Docker(t, "build", "-t", "bad:1", failing)
+	if err == nil || !strings.Contains(out, "The command '/bin/sh -c echo failing; exit 3' returned a non-zero code: 3") {
+		t.Errorf("failing RUN: err %v, output:\n%s", err, out)
+	}
+	if ps := lines(must(t, d, "ps", "-aq", "--filter", "status=exited")); len(ps) != 1 {
+		t.Errorf("failed step's container: %q, want one", ps)
+	}
+	// Its image (the ENV step's) stays with it, as in Docker.
+	must(t, d, "container", "prune", "-f")
+	imagesBefore = lines(must(t, d, "images", "-aq"))
+	if out, err := d.Docker(t, "build", "--force-rm", "-t", "bad:1", failing); err == nil {
+		t.Errorf("failing RUN with --force-rm succeeded:\n%s", out)
+	}
+	if ps := must(t, d, "ps", "-aq"); ps != "" {
+		t.Errorf("--force-rm left containers: %q", ps)
+	}
+	if got := lines(must(t, d, "images", "-aq")); len(got) != len(imagesBefore) {
+		t.Errorf("images after the failed build with --force-rm: %q (before: %q)", got, imagesBefore)
+	}
+
+	// Bad Dockerfiles and BuildKit-only options are refused before any step.
+	for df, want := range map[string]string{
+		"FROM " + ref + "\nFOO bar\n":                               "unknown instruction",
+		"FROM " + ref + "\nRUN --mount=type=cache,target=/c true\n": "requires BuildKit",
+		"FROM " + ref + "\nCOPY missing.txt /\n":                    "missing.txt",
+		"FROM " + ref + "\nCOPY --chmod=755 Dockerfile /\n":         "requires BuildKit",
+		"FROM " + ref + " AS a\nFROM a\nCOPY --from=nosuch /x /y\n": "nosuch",
+	} {
+		out, err := d.Docker(t, "build", buildDir(t, map[string]string{"Dockerfile": df}))
+		if err == nil || !strings.Contains(out, want) {
+			t.Errorf("build of %q: err %v, want an error with %q:\n%s", df, err, want, out)
+		}
+	}
+	// The CLI looks for the Dockerfile itself; the daemon's own check
+	// answers clients that send a context without it.
+	if out, err := d.Docker(t, "build", "-f", "Nope", dir); err == nil || !strings.Contains(out, "Nope") {
+		t.Errorf("missing Dockerfile: err %v:\n%s", err, out)
+	}
+	var ctxTar bytes.Buffer
+	tw := tar.NewWriter(&ctxTar)
+	tw.WriteHeader(&tar.Header{Name: "x", Mode: 0o644, Typeflag: tar.TypeReg})
+	tw.Close()
+	code, body := rawDo(t, d, "POST", "/build?dockerfile=Nope", map[string]string{"Content-Type": "application/x-tar"}, &ctxTar)
+	if code != 400 || !strings.Contains(body, "Cannot locate specified Dockerfile: Nope") {
+		t.Errorf("POST /build without the Dockerfile: %d %s", code, body)
+	}
+	if ps := must(t, d, "ps", "-aq"); ps != "" {
+		t.Errorf("refused builds left containers: %q", ps)
+	}
+}
+
+// TestBuildSDK drives POST /build through the Go SDK, as testcontainers
+// does: a context tar made in memory, the stream read to its aux ID.
+func TestBuildSDK(t *testing.T) {
+	d, ref := pulled(t)
+	api := d.Client(t)
+	ctx := context.Background()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for name, content := range map[string]string{
+		"build/Containerfile": "FROM " + ref + "\nARG V\nCOPY hello.txt /hello.txt\nRUN test \"$V\" = 42\n",
+		"hello.txt":           "hello",
+	} {
+		tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(content)), Typeflag: tar.TypeReg})
+		tw.Write([]byte(content))
+	}
+	tw.Close()
+	v := "42"
+	res, err := api.ImageBuild(ctx, &buf, client.ImageBuildOptions{
+		Tags: []string{"sdk/built:latest"}, Dockerfile: "build/Containerfile", Remove: true,
+		BuildArgs: map[string]*string{"V": &v}, Labels: map[string]string{"made-by": "sdk"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var id string
+	dec := json.NewDecoder(res.Body)
+	for {
+		var m struct {
+			Stream string
+			Error  string `json:"error"`
+			Aux    *struct{ ID string }
+		}
+		if err := dec.Decode(&m); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if m.Error != "" {
+			t.Fatalf("build error: %s", m.Error)
+		}
+		if m.Aux != nil {
+			id = m.Aux.ID
+		}
+	}
+	insp, err := api.ImageInspect(ctx, "sdk/built:latest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if insp.ID != id || insp.Config.Labels["made-by"] != "sdk" {
+		t.Errorf("image %s labels %v, aux ID %q", insp.ID, insp.Config.Labels, id)
+	}
+	if !slices.Contains(insp.RepoTags, "sdk/built:latest") {
+		t.Errorf("tags %v", insp.RepoTags)
+	}
+}
