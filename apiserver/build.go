@@ -43,6 +43,7 @@ func buildRequest(r *http.Request) (engine.BuildRequest, error) {
 		Request: build.Request{
 			Target:      q.Get("target"),
 			Pull:        queryBool(r, "pull"),
+			NoCache:     queryBool(r, "nocache"),
 			Quiet:       queryBool(r, "q"),
 			Remove:      queryBoolDefault(r, "rm", true),
 			ForceRemove: queryBool(r, "forcerm"),

@@ -68,11 +68,11 @@ func TestImageBuild(t *testing.T) {
 	}
 	f := &fakeBuild{}
 	s := New(f, Options{Logger: testLogger(t)})
-	q := "t=a:1&t=b&buildargs=" + url.QueryEscape(`{"X":"1","Y":null}`) + "&labels=" + url.QueryEscape(`{"l":"v"}`) + "&rm=0&forcerm=1&q=1&pull=1&dockerfile=sub/D&target=s&extrahosts=h:1.2.3.4,g:5.6.7.8&networkmode=host"
+	q := "t=a:1&t=b&buildargs=" + url.QueryEscape(`{"X":"1","Y":null}`) + "&labels=" + url.QueryEscape(`{"l":"v"}`) + "&rm=0&forcerm=1&q=1&pull=1&nocache=1&dockerfile=sub/D&target=s&extrahosts=h:1.2.3.4,g:5.6.7.8&networkmode=host"
 	s.Handler().ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("POST", "/build?"+q, strings.NewReader("ok")))
 	r := f.got
 	if r == nil || strings.Join(r.Tags, ",") != "a:1,b" || *r.BuildArgs["X"] != "1" || r.BuildArgs["Y"] != nil || r.Labels["l"] != "v" ||
-		r.Remove || !r.ForceRemove || !r.Quiet || !r.Pull || r.DockerfileName != "sub/D" || r.Target != "s" ||
+		r.Remove || !r.ForceRemove || !r.Quiet || !r.Pull || !r.NoCache || r.DockerfileName != "sub/D" || r.Target != "s" ||
 		strings.Join(r.ExtraHosts, " ") != "h:1.2.3.4 g:5.6.7.8" || r.NetworkMode != "host" {
 		t.Errorf("request = %+v", r)
 	}

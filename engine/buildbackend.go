@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -194,8 +196,7 @@ func (b buildBackend) Archive(ctx context.Context, id, p string) (io.ReadCloser,
 	return rc, err
 }
 
-// Commit is docker commit with the builder's exact config and history,
-// and no parent: the intermediate images go at the build's end.
+// Commit is docker commit with the builder's exact config and history.
 func (b buildBackend) Commit(ctx context.Context, id string, cfg *containertypes.Config, createdBy, author string) (string, error) {
 	c, err := b.e.containers.Get(ctx, id)
 	if err != nil {
@@ -206,7 +207,6 @@ func (b buildBackend) Commit(ctx context.Context, id string, cfg *containertypes
 		return "", err
 	}
 	img.History.CreatedBy = createdBy
-	img.Parent = ""
 	return b.e.images.CommitImage(ctx, c.Runtime.RootfsID, img)
 }
 
@@ -214,9 +214,35 @@ func (b buildBackend) Remove(ctx context.Context, id string) error {
 	return b.e.ContainerRemove(ctx, id, RemoveRequest{Force: true, Volumes: true})
 }
 
-func (b buildBackend) RemoveImage(ctx context.Context, id string) error {
-	_, err := b.e.ImageRemove(ctx, id, ImageRemoveRequest{NoPrune: true})
-	return err
+func (b buildBackend) Cached(ctx context.Context, parent, createdBy string, cfg *containertypes.Config) (string, error) {
+	imgs, err := b.e.images.ListImages(ctx)
+	if err != nil {
+		return "", err
+	}
+	want, err := json.Marshal(imageConfigOf(cfg))
+	if err != nil {
+		return "", err
+	}
+	var found *Image
+	for i := range imgs {
+		img := &imgs[i]
+		if img.Parent != parent || img.Config == nil || len(img.Config.History) == 0 {
+			continue
+		}
+		if img.Config.History[len(img.Config.History)-1].CreatedBy != createdBy {
+			continue
+		}
+		if got, err := json.Marshal(img.Config.Config); err != nil || !bytes.Equal(got, want) {
+			continue
+		}
+		if found == nil || img.Created.After(found.Created) {
+			found = img
+		}
+	}
+	if found == nil {
+		return "", nil
+	}
+	return found.ID, nil
 }
 
 func (b buildBackend) Tag(ctx context.Context, id, ref string) error {

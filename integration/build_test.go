@@ -82,14 +82,53 @@ COPY . /ctx/
 	if !strings.Contains(hist, `|1 GREETING=hi /bin/sh -c echo "$GREETING $WHO" > /app/out.txt && cat /app/greet.txt`) {
 		t.Errorf("history of built:1 lacks the RUN with its build argument:\n%s", hist)
 	}
-	// Nothing of the build is left but the image: no container, no
-	// intermediate image.
+	// No container is left; the steps' images are (the cache), shown by
+	// docker images -a only.
 	if ps := must(t, d, "ps", "-aq"); ps != "" {
 		t.Errorf("containers left by the build: %q", ps)
 	}
-	if got := lines(must(t, d, "images", "-aq")); len(got) != len(imagesBefore)+1 {
+	if got := lines(must(t, d, "images", "-q")); len(got) != len(imagesBefore)+1 {
 		t.Errorf("images after the build: %q (before: %q)", got, imagesBefore)
 	}
+	if got := lines(must(t, d, "images", "-aq")); len(got) != len(imagesBefore)+11 {
+		t.Errorf("images -a after the build: %d, want %d", len(got), len(imagesBefore)+11)
+	}
+
+	// The same build again comes from the cache: nothing runs, same image.
+	id := must(t, d, "image", "inspect", "--format", "{{.Id}}", "built:1")
+	out = must(t, d, "build", "--build-arg", "BASE="+ref, "--build-arg", "GREETING=hi", "-t", "built:2", dir)
+	if n := strings.Count(out, "Using cache"); n != 11 || strings.Contains(out, "from the context") {
+		t.Errorf("rebuild: %d steps from the cache, want 11:\n%s", n, out)
+	}
+	if id2 := must(t, d, "image", "inspect", "--format", "{{.Id}}", "built:2"); id2 != id {
+		t.Errorf("rebuild made %s, want %s", id2, id)
+	}
+	// A changed file misses the cache from its COPY on; so does another
+	// build argument from the RUN that sees it; --no-cache misses all.
+	if err := os.WriteFile(filepath.Join(dir, "greet.txt"), []byte("changed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out = must(t, d, "build", "--build-arg", "BASE="+ref, "--build-arg", "GREETING=hi", "-t", "built:3", dir)
+	if n := strings.Count(out, "Using cache"); n != 3 || !strings.Contains(out, "changed") {
+		t.Errorf("build after a change: %d steps from the cache, want 3:\n%s", n, out)
+	}
+	out = must(t, d, "build", "--build-arg", "BASE="+ref, "--build-arg", "GREETING=bye", "-t", "built:4", dir)
+	if n := strings.Count(out, "Using cache"); n != 5 {
+		t.Errorf("build with another argument: %d steps from the cache, want 5:\n%s", n, out)
+	}
+	if got := must(t, d, "run", "--rm", "built:4"); got != "bye world" {
+		t.Errorf("docker run built:4 = %q", got)
+	}
+	out = must(t, d, "build", "--no-cache", "--build-arg", "BASE="+ref, "--build-arg", "GREETING=bye", dir)
+	if strings.Contains(out, "Using cache") || !strings.Contains(out, "changed") {
+		t.Errorf("--no-cache build:\n%s", out)
+	}
+	// -q: the image's ID alone (after the CLI's own warning on stderr).
+	q := lines(must(t, d, "build", "-q", "--build-arg", "BASE="+ref, "--build-arg", "GREETING=bye", "-t", "built:5", dir))
+	if last := q[len(q)-1]; !strings.HasPrefix(last, "sha256:") || strings.Contains(strings.Join(q, "\n"), "Step") {
+		t.Errorf("docker build -q printed %q", q)
+	}
+	imagesBefore = lines(must(t, d, "images", "-aq"))
 
 	// A failing RUN: its error, and the container kept for inspection
 	// as Docker keeps it (unless --force-rm); no image made.

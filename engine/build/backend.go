@@ -30,13 +30,15 @@ type Backend interface {
 	// after path's last element, as GET /containers/{id}/archive gives.
 	Archive(ctx context.Context, id, path string) (io.ReadCloser, error)
 	// Commit stores the container's changes as a new image whose config
-	// is exactly cfg, and whose newest history entry says createdBy.
+	// is exactly cfg, and whose newest history entry says createdBy; its
+	// parent is the container's image (so that Cached finds it).
 	Commit(ctx context.Context, id string, cfg *containertypes.Config, createdBy, author string) (string, error)
 	// Remove deletes a container.
 	Remove(ctx context.Context, id string) error
-	// RemoveImage deletes an intermediate image (its layers stay while
-	// other images use them).
-	RemoveImage(ctx context.Context, id string) error
+	// Cached finds the newest image committed on parent with createdBy
+	// as its newest history entry and exactly cfg as its config: the
+	// build cache ("" when there is none).
+	Cached(ctx context.Context, parent, createdBy string, cfg *containertypes.Config) (string, error)
 	// Tag names an image.
 	Tag(ctx context.Context, id, ref string) error
 }

@@ -5,8 +5,12 @@
 // container whose changes are committed as a layer; COPY and ADD write
 // into a container that is committed without running; the other
 // instructions change only the config, committed as an empty layer with
-// its history entry. The engine does the work through Backend; this
-// package knows the Dockerfile, the build arguments and the output.
+// its history entry. Each step's image is kept, its parent the image
+// before it, and is the step's cache: a later build whose step has the
+// same parent, history entry and config takes it instead of running the
+// step (COPY and ADD record a checksum of what they copy). The engine
+// does the work through Backend; this package knows the Dockerfile, the
+// build arguments and the output.
 package build
 
 import (
@@ -14,6 +18,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 
 	"github.com/containerd/errdefs"
@@ -42,6 +47,8 @@ type Request struct {
 	Target string
 	// Pull pulls every base image, even when it is local.
 	Pull bool
+	// NoCache runs every step, even those an earlier build made.
+	NoCache bool
 	// Quiet leaves the steps out of the output.
 	Quiet bool
 	// Remove removes each step's container once it succeeded; ForceRemove
@@ -114,7 +121,6 @@ func Run(ctx context.Context, be Backend, req Request, out Output) (string, erro
 	}
 	for i := range stages[:last+1] {
 		if err := b.stage(ctx, &stages[i], i); err != nil {
-			b.cleanup(ctx, "")
 			return "", err
 		}
 	}
@@ -125,14 +131,12 @@ func Run(ctx context.Context, be Backend, req Request, out Output) (string, erro
 		if err := b.commitConfig(ctx, text, func(c *containertypes.Config) {
 			c.Labels = mergeLabels(c.Labels, req.Labels)
 		}); err != nil {
-			b.cleanup(ctx, "")
 			return "", err
 		}
 		final = b.cur.image
 	}
-	b.cleanup(ctx, final)
-	if err := b.unusedArgs(); err != nil {
-		b.stream("[Warning] %s\n", err)
+	if w := b.unusedArgs(); w != "" {
+		b.stream("[Warning] %s\n", w)
 	}
 	b.stream("Successfully built %s\n", shortID(final))
 	for _, t := range req.Tags {
@@ -142,6 +146,10 @@ func Run(ctx context.Context, be Backend, req Request, out Output) (string, erro
 		b.stream("Successfully tagged %s\n", t)
 	}
 	out.ImageID(final)
+	if req.Quiet {
+		// The one line of a quiet build: the CLI prints it.
+		out.Stream(final + "\n")
+	}
 	return final, nil
 }
 
@@ -157,8 +165,6 @@ type builder struct {
 	meta map[string]*string
 	// images are the stages built so far, by name and by index.
 	images map[string]string
-	// made are the intermediate images, removed at the end.
-	made []string
 	// used are the build arguments some ARG declared.
 	used map[string]bool
 	cur  *stageState
@@ -233,8 +239,9 @@ func (b *builder) expand(word string, env []string) (string, error) {
 	return s, nil
 }
 
-// unusedArgs reports --build-arg values no ARG declared, as Docker warns.
-func (b *builder) unusedArgs() error {
+// unusedArgs is Docker's warning about --build-arg values no ARG
+// declared ("" when all were).
+func (b *builder) unusedArgs() string {
 	var unused []string
 	for k := range b.req.BuildArgs {
 		if !b.used[k] && !predefinedArgs[k] {
@@ -242,19 +249,10 @@ func (b *builder) unusedArgs() error {
 		}
 	}
 	if len(unused) == 0 {
-		return nil
+		return ""
 	}
-	return fmt.Errorf("One or more build-args %v were not consumed", unused)
-}
-
-// cleanup removes the intermediate images but keep.
-func (b *builder) cleanup(ctx context.Context, keep string) {
-	for i := len(b.made) - 1; i >= 0; i-- {
-		if id := b.made[i]; id != keep {
-			b.be.RemoveImage(context.WithoutCancel(ctx), id)
-		}
-	}
-	b.made = nil
+	sort.Strings(unused)
+	return fmt.Sprintf("One or more build-args %v were not consumed", unused)
 }
 
 func shortID(id string) string {

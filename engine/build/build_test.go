@@ -17,13 +17,12 @@ import (
 // fakeBackend keeps images and containers in memory; RUN "exit N" exits
 // with N, anything else 0 with its command echoed.
 type fakeBackend struct {
-	mu         sync.Mutex
 	images     map[string]Image
 	containers map[string]*containertypes.Config
 	runs       [][]string // argv and env of each RUN
 	history    map[string]string
+	parents    map[string]string
 	removed    []string
-	removedImg []string
 	tags       map[string]string
 	n          int
 }
@@ -33,6 +32,7 @@ func newFake() *fakeBackend {
 		images:     map[string]Image{"base": {ID: "sha256:base", Config: containertypes.Config{Cmd: []string{"sh"}, Env: []string{"PATH=/bin"}}}},
 		containers: map[string]*containertypes.Config{},
 		history:    map[string]string{},
+		parents:    map[string]string{},
 		tags:       map[string]string{},
 	}
 }
@@ -86,6 +86,7 @@ func (f *fakeBackend) Commit(_ context.Context, id string, cfg *containertypes.C
 	img := fmt.Sprintf("sha256:%064d", f.n)
 	f.images[img] = Image{ID: img, Config: cloneConfig(*cfg)}
 	f.history[img] = createdBy
+	f.parents[img] = f.containers[id].Image
 	return img, nil
 }
 
@@ -94,10 +95,13 @@ func (f *fakeBackend) Remove(_ context.Context, id string) error {
 	delete(f.containers, id)
 	return nil
 }
-func (f *fakeBackend) RemoveImage(_ context.Context, id string) error {
-	f.removedImg = append(f.removedImg, id)
-	delete(f.images, id)
-	return nil
+func (f *fakeBackend) Cached(_ context.Context, parent, createdBy string, cfg *containertypes.Config) (string, error) {
+	for id, img := range f.images {
+		if f.parents[id] == parent && f.history[id] == createdBy && fmt.Sprint(img.Config) == fmt.Sprint(*cfg) {
+			return id, nil
+		}
+	}
+	return "", nil
 }
 func (f *fakeBackend) Tag(_ context.Context, id, ref string) error { f.tags[ref] = id; return nil }
 
@@ -158,8 +162,8 @@ ONBUILD RUN true
 	if out.id != img.ID || f.tags["out:1"] != img.ID {
 		t.Errorf("aux %q tags %v, image %q", out.id, f.tags, img.ID)
 	}
-	// The intermediate images are gone, the step containers too.
-	if len(f.images) != 2 || len(f.containers) != 0 {
+	// Each step's image is kept (the cache), the step containers are not.
+	if len(f.images) != 12 || len(f.containers) != 0 {
 		t.Errorf("%d images and %d containers left", len(f.images), len(f.containers))
 	}
 }
@@ -233,7 +237,7 @@ func TestBuildErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: err %v, want %q", df, err, want)
 		}
-		if len(f.images) != 1 {
+		if len(f.images) > 2 {
 			t.Errorf("%q: images left %v", df, f.images)
 		}
 	}
@@ -256,5 +260,29 @@ func TestDestPath(t *testing.T) {
 		if got := b.destPath(in); got != want {
 			t.Errorf("destPath(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+func TestCache(t *testing.T) {
+	f := newFake()
+	df := "FROM base\nENV A=1\nRUN echo hi\nCMD [\"x\"]\n"
+	first, _, err := build(t, f, df, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, out, err := build(t, f, df, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.ID != first.ID || len(f.runs) != 1 || strings.Count(out.text.String(), "Using cache") != 3 {
+		t.Errorf("second build: %s (first %s), %d runs, output:\n%s", second.ID, first.ID, len(f.runs), out.text.String())
+	}
+	// A changed step and those after it run again; NoCache runs all.
+	third, _, err := build(t, f, strings.Replace(df, "A=1", "A=2", 1), nil)
+	if err != nil || third.ID == first.ID || len(f.runs) != 2 {
+		t.Errorf("changed ENV: %s, %d runs, %v", third.ID, len(f.runs), err)
+	}
+	if _, out, err := build(t, f, df, func(r *Request) { r.NoCache = true }); err != nil || len(f.runs) != 3 || strings.Contains(out.text.String(), "Using cache") {
+		t.Errorf("NoCache: %d runs, %v", len(f.runs), err)
 	}
 }

@@ -99,26 +99,47 @@ func (b *builder) copyContext(ctx context.Context, verb string, srcs []string, d
 	if err != nil {
 		return err
 	}
-	sum, err := b.fill(ctx, id, func(w io.Writer) (string, error) {
-		uid, gid, err := b.owner(ctx, id, chown)
-		if err != nil {
-			return "", err
-		}
-		spec := buildctx.CopySpec{Sources: srcs, Dest: dest, UID: uid, GID: gid, Extract: add, AllowURL: add}
-		return b.req.Context.Tar(ctx, spec, b.stat(ctx, id), w)
-	})
+	uid, gid, err := b.owner(ctx, id, chown)
 	if err != nil {
 		b.removeContainer(ctx, id, false)
 		return err
 	}
+	spec := buildctx.CopySpec{Sources: srcs, Dest: dest, UID: uid, GID: gid, Extract: add, AllowURL: add}
+	write := func(w io.Writer) (string, error) { return b.req.Context.Tar(ctx, spec, b.stat(ctx, id), w) }
 	kind := "file"
 	if len(srcs) > 1 {
 		kind = "multi"
 	} else if fi, err := os.Stat(filepath.Join(b.req.Context.Dir(), filepath.Clean("/"+srcs[0]))); err == nil && fi.IsDir() {
 		kind = "dir"
 	}
-	text := fmt.Sprintf("%s %s:%s in %s ", verb, kind, strings.TrimPrefix(sum, "sha256:"), dest)
-	return b.commit(ctx, id, strings.Join(b.nopCmd(text), " "), false)
+	return b.copyStep(ctx, id, write, func(sum string) string {
+		return fmt.Sprintf("%s %s:%s in %s ", verb, kind, strings.TrimPrefix(sum, "sha256:"), dest)
+	})
+}
+
+// copyStep ends a COPY or ADD whose tar write makes, in the step's
+// container id: from the cache when an earlier build copied the same
+// (the checksum of a first pass of write, which text turns into the
+// history's instruction), else by extracting it and committing.
+func (b *builder) copyStep(ctx context.Context, id string, write func(io.Writer) (string, error), text func(sum string) string) error {
+	if !b.req.NoCache {
+		sum, err := write(io.Discard)
+		if err != nil {
+			b.removeContainer(ctx, id, false)
+			return err
+		}
+		hit, err := b.cached(ctx, strings.Join(b.nopCmd(text(sum)), " "))
+		if hit || err != nil {
+			b.removeContainer(ctx, id, false)
+			return err
+		}
+	}
+	sum, err := b.fill(ctx, id, write)
+	if err != nil {
+		b.removeContainer(ctx, id, false)
+		return err
+	}
+	return b.commit(ctx, id, strings.Join(b.nopCmd(text(sum)), " "), false)
 }
 
 // fill streams the tar write produces into the container.

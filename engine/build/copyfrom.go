@@ -38,23 +38,21 @@ func (b *builder) copyFrom(ctx context.Context, c *instructions.CopyCommand) err
 	if err != nil {
 		return err
 	}
-	sum, err := b.fill(ctx, id, func(w io.Writer) (string, error) {
-		uid, gid, err := b.owner(ctx, id, c.Chown)
-		if err != nil {
-			return "", err
-		}
+	uid, gid, err := b.owner(ctx, id, c.Chown)
+	if err != nil {
+		b.removeContainer(ctx, id, false)
+		return err
+	}
+	write := func(w io.Writer) (string, error) {
 		cp := &stageCopy{b: b, src: src, stat: b.stat(ctx, id), uid: uid, gid: gid, tw: tar.NewWriter(w), sum: sha256.New()}
 		if err := cp.run(ctx, c.SourcePaths, dest); err != nil {
 			return "", err
 		}
 		return "sha256:" + hex.EncodeToString(cp.sum.Sum(nil)), cp.tw.Close()
-	})
-	if err != nil {
-		b.removeContainer(ctx, id, false)
-		return err
 	}
-	text := fmt.Sprintf("COPY from %s:%s in %s ", c.From, strings.TrimPrefix(sum, "sha256:"), dest)
-	return b.commit(ctx, id, strings.Join(b.nopCmd(text), " "), false)
+	return b.copyStep(ctx, id, write, func(sum string) string {
+		return fmt.Sprintf("COPY from %s:%s in %s ", c.From, strings.TrimPrefix(sum, "sha256:"), dest)
+	})
 }
 
 // stageCopy rewrites the archives of paths in the source container into

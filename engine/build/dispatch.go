@@ -154,11 +154,31 @@ func (b *builder) commitConfig(ctx context.Context, text string, mutate func(*co
 	if mutate != nil {
 		mutate(&b.cur.config)
 	}
+	createdBy := strings.Join(b.nopCmd(text), " ")
+	if hit, err := b.cached(ctx, createdBy); hit || err != nil {
+		return err
+	}
 	id, err := b.create(ctx, b.nopCmd(text), false)
 	if err != nil {
 		return err
 	}
-	return b.commit(ctx, id, strings.Join(b.nopCmd(text), " "), false)
+	return b.commit(ctx, id, createdBy, false)
+}
+
+// cached takes the image an earlier build made for the step that
+// createdBy describes, on the current image with the current config.
+func (b *builder) cached(ctx context.Context, createdBy string) (bool, error) {
+	if b.req.NoCache {
+		return false, nil
+	}
+	cfg := cloneConfig(b.cur.config)
+	id, err := b.be.Cached(ctx, b.cur.image, createdBy, &cfg)
+	if err != nil || id == "" {
+		return false, err
+	}
+	b.stream(" ---> Using cache\n")
+	b.cur.image = id
+	return true, nil
 }
 
 // create makes a step's container of the current image: cmd is what it
@@ -190,7 +210,6 @@ func (b *builder) commit(ctx context.Context, id, createdBy string, ran bool) er
 		b.removeContainer(ctx, id, true)
 		return fmt.Errorf("committing the step: %w", err)
 	}
-	b.made = append(b.made, img)
 	b.cur.image = img
 	b.removeContainer(ctx, id, ran)
 	return nil
@@ -220,6 +239,9 @@ func (b *builder) run(ctx context.Context, c *instructions.RunCommand) error {
 	createdBy := strings.Join(cmd, " ")
 	if len(recorded) > 0 {
 		createdBy = fmt.Sprintf("|%d %s %s", len(recorded), strings.Join(recorded, " "), createdBy)
+	}
+	if hit, err := b.cached(ctx, createdBy); hit || err != nil {
+		return err
 	}
 	saved := b.cur.config.Env
 	b.cur.config.Env = append(append(append([]string{}, saved...), recorded...), hidden...)
@@ -251,6 +273,10 @@ func (b *builder) workdir(ctx context.Context, c *instructions.WorkdirCommand) e
 	dir = path.Clean(dir)
 	b.cur.config.WorkingDir = dir
 	text := "WORKDIR " + dir
+	createdBy := strings.Join(b.nopCmd(text), " ")
+	if hit, err := b.cached(ctx, createdBy); hit || err != nil {
+		return err
+	}
 	id, err := b.create(ctx, b.nopCmd(text), false)
 	if err != nil {
 		return err
@@ -259,7 +285,7 @@ func (b *builder) workdir(ctx context.Context, c *instructions.WorkdirCommand) e
 		b.removeContainer(ctx, id, false)
 		return err
 	}
-	return b.commit(ctx, id, strings.Join(b.nopCmd(text), " "), false)
+	return b.commit(ctx, id, createdBy, false)
 }
 
 func buildKitOnly(flag string) error {
