@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"github.com/hutch-engine/hutch/engine/build"
 	buildtypes "github.com/moby/moby/api/types/build"
 	"github.com/moby/moby/api/types/jsonstream"
+	"github.com/moby/moby/api/types/registry"
 )
 
 // BuildBackend builds images with the classic builder (POST /build).
@@ -27,6 +29,9 @@ type BuildBackend interface {
 func (s *Server) imageBuild(w http.ResponseWriter, r *http.Request) error {
 	req, err := buildRequest(r)
 	if err != nil {
+		return err
+	}
+	if req.Auth, err = registryConfig(r); err != nil {
 		return err
 	}
 	stream := newJSONStream(w)
@@ -97,4 +102,28 @@ func (o buildOutput) ImageID(id string) {
 	raw, _ := json.Marshal(buildtypes.Result{ID: id})
 	msg := json.RawMessage(raw)
 	o.s.send(jsonstream.Message{Aux: &msg})
+}
+
+// registryConfig decodes X-Registry-Config: the client's credentials by
+// registry (base64url JSON), for the pulls of FROM. It is never logged.
+func registryConfig(r *http.Request) (map[string]registry.AuthConfig, error) {
+	h := r.Header.Get("X-Registry-Config")
+	if h == "" {
+		return nil, nil
+	}
+	var raw []byte
+	var err error
+	for _, enc := range []*base64.Encoding{base64.URLEncoding, base64.StdEncoding, base64.RawURLEncoding, base64.RawStdEncoding} {
+		if raw, err = enc.DecodeString(h); err == nil {
+			break
+		}
+	}
+	var auth map[string]registry.AuthConfig
+	if err == nil {
+		err = json.Unmarshal(raw, &auth)
+	}
+	if err != nil {
+		return nil, errdefs.ErrInvalidArgument.WithMessage("invalid X-Registry-Config header: it must be base64url-encoded JSON of credentials by registry")
+	}
+	return auth, nil
 }

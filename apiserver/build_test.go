@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"encoding/base64"
 	"io"
 	"net/http/httptest"
 	"net/url"
@@ -66,8 +67,22 @@ func TestImageBuild(t *testing.T) {
 			t.Errorf("POST /build?%s: engine called %d times", tc.query, f.calls)
 		}
 	}
+	// Credentials by registry for FROM's pulls; a bad header is a 400.
 	f := &fakeBuild{}
 	s := New(f, Options{Logger: testLogger(t)})
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest("POST", "/build", strings.NewReader("ok"))
+	req.Header.Set("X-Registry-Config", "%%%")
+	s.Handler().ServeHTTP(rec, req)
+	if rec.Code != 400 || f.calls != 0 || !strings.Contains(rec.Body.String(), "invalid X-Registry-Config") {
+		t.Errorf("bad X-Registry-Config: %d %s", rec.Code, rec.Body)
+	}
+	req = httptest.NewRequest("POST", "/build", strings.NewReader("ok"))
+	req.Header.Set("X-Registry-Config", base64.URLEncoding.EncodeToString([]byte(`{"localhost:5000":{"username":"u","password":"p"}}`)))
+	s.Handler().ServeHTTP(httptest.NewRecorder(), req)
+	if f.got == nil || f.got.Auth["localhost:5000"].Password != "p" {
+		t.Errorf("X-Registry-Config: %+v", f.got)
+	}
 	q := "t=a:1&t=b&buildargs=" + url.QueryEscape(`{"X":"1","Y":null}`) + "&labels=" + url.QueryEscape(`{"l":"v"}`) + "&rm=0&forcerm=1&q=1&pull=1&nocache=1&dockerfile=sub/D&target=s&extrahosts=h:1.2.3.4,g:5.6.7.8&networkmode=host"
 	s.Handler().ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("POST", "/build?"+q, strings.NewReader("ok")))
 	r := f.got

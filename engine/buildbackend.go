@@ -1,14 +1,18 @@
 package engine
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"time"
 
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
@@ -19,6 +23,8 @@ import (
 	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
 	containertypes "github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/api/types/registry"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
 // BuildRequest is POST /build: the builder's request, and the name of the
@@ -26,6 +32,9 @@ import (
 type BuildRequest struct {
 	build.Request
 	DockerfileName string
+	// Auth are the client's credentials by registry (X-Registry-Config),
+	// for the pulls of FROM.
+	Auth map[string]registry.AuthConfig
 }
 
 // buildDir holds the contexts of builds under way; what a crash left there
@@ -58,7 +67,7 @@ func (e *Engine) Build(ctx context.Context, req BuildRequest, body io.Reader, ou
 		return "", userBuildErr(err)
 	}
 	req.Dockerfile, req.Context = df, bctx
-	id, err := build.Run(ctx, buildBackend{e}, req.Request, out)
+	id, err := build.Run(ctx, buildBackend{e, req.Auth}, req.Request, out)
 	return id, userBuildErr(err)
 }
 
@@ -72,10 +81,16 @@ func userBuildErr(err error) error {
 }
 
 // buildBackend is the engine as engine/build sees it.
-type buildBackend struct{ e *Engine }
+type buildBackend struct {
+	e    *Engine
+	auth map[string]registry.AuthConfig
+}
 
 func (b buildBackend) Image(ctx context.Context, ref string, pull bool, out build.Output) (build.Image, error) {
 	store := b.e.images
+	if ref == build.Scratch {
+		return b.scratch(ctx)
+	}
 	if !pull {
 		if id, cfg, err := store.ContainerImage(ctx, ref); err == nil {
 			return build.Image{ID: id, Config: containerConfigOf(cfg)}, nil
@@ -86,7 +101,7 @@ func (b buildBackend) Image(ctx context.Context, ref string, pull bool, out buil
 	if strings.HasPrefix(ref, "sha256:") {
 		return build.Image{}, errdefs.ErrNotFound.WithMessage("No such image: " + ref)
 	}
-	if err := b.e.ImagePull(ctx, PullRequest{FromImage: ref}, out.Progress); err != nil {
+	if err := b.e.ImagePull(ctx, PullRequest{FromImage: ref, Auth: b.authFor(ref)}, out.Progress); err != nil {
 		return build.Image{}, err
 	}
 	id, cfg, err := store.ContainerImage(ctx, ref)
@@ -94,6 +109,62 @@ func (b buildBackend) Image(ctx context.Context, ref string, pull bool, out buil
 		return build.Image{}, err
 	}
 	return build.Image{ID: id, Config: containerConfigOf(cfg)}, nil
+}
+
+// authFor picks the credentials of ref's registry: the CLI names Docker
+// Hub's https://index.docker.io/v1/, others by host[:port], some with a
+// scheme.
+func (b buildBackend) authFor(ref string) registry.AuthConfig {
+	named, err := reference.ParseNormalizedNamed(ref)
+	if err != nil {
+		return registry.AuthConfig{}
+	}
+	domain := reference.Domain(named)
+	for key, ac := range b.auth {
+		host := strings.TrimPrefix(strings.TrimPrefix(key, "https://"), "http://")
+		host, _, _ = strings.Cut(host, "/")
+		if host == domain || (domain == "docker.io" && (host == "index.docker.io" || host == "registry-1.docker.io")) {
+			return ac
+		}
+	}
+	return registry.AuthConfig{}
+}
+
+// scratchLabel marks the image FROM scratch builds on.
+const scratchLabel = "org.hutch.build.scratch"
+
+// scratch is the image of FROM scratch: one empty layer (containers need
+// an image to make their layer on), made at the first such build, with a
+// fixed creation time so that it is the same image, and the steps made
+// on it stay cached, when it is made again after a prune.
+func (b buildBackend) scratch(ctx context.Context) (build.Image, error) {
+	imgs, err := b.e.images.ListImages(ctx)
+	if err != nil {
+		return build.Image{}, err
+	}
+	for _, img := range imgs {
+		if img.Config != nil && img.Config.Config.Labels[scratchLabel] == "1" {
+			return build.Image{ID: img.ID}, nil
+		}
+	}
+	var empty bytes.Buffer
+	if err := tar.NewWriter(&empty).Close(); err != nil {
+		return build.Image{}, err
+	}
+	epoch := time.Unix(0, 0).UTC()
+	const note = "the empty base of FROM scratch"
+	id, err := b.e.images.ImportImage(ctx, &empty, ImportConfig{Comment: note, Image: dockerspec.DockerOCIImage{
+		Image: ocispec.Image{
+			Created:  &epoch,
+			Platform: ocispec.Platform{OS: "linux", Architecture: runtime.GOARCH},
+			History:  []ocispec.History{{Created: &epoch, Comment: note}},
+		},
+		Config: dockerspec.DockerOCIImageConfig{ImageConfig: ocispec.ImageConfig{Labels: map[string]string{scratchLabel: "1"}}},
+	}}, "")
+	if err != nil {
+		return build.Image{}, fmt.Errorf("making the image of FROM scratch: %w", err)
+	}
+	return build.Image{ID: id}, nil
 }
 
 // containerConfigOf is an image's config as a container's.

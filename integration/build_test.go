@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hutch-engine/hutch/storage/testimage"
 	"github.com/moby/moby/client"
 )
 
@@ -181,6 +182,62 @@ COPY . /ctx/
 	}
 	if ps := must(t, d, "ps", "-aq"); ps != "" {
 		t.Errorf("refused builds left containers: %q", ps)
+	}
+}
+
+// TestBuildScratch builds a static image on nothing, as Go programs'
+// multi-stage builds do.
+func TestBuildScratch(t *testing.T) {
+	d, ref := pulled(t)
+	dir := buildDir(t, map[string]string{"Dockerfile": `FROM ` + ref + ` AS build
+RUN mkdir -p /out && echo static > /out/file && cp /bin/busybox /out/busybox
+FROM scratch
+COPY --from=build /out/ /
+ENTRYPOINT ["/busybox"]
+CMD ["cat", "/file"]
+`})
+	must(t, d, "build", "-t", "scratchy", dir)
+	if got := must(t, d, "run", "--rm", "scratchy"); got != "static" {
+		t.Errorf("docker run scratchy = %q", got)
+	}
+	if got := must(t, d, "run", "--rm", "scratchy", "ls", "/"); got != "busybox\ndev\netc\nfile\nproc\nsys" {
+		t.Errorf("the files of scratchy: %q", got)
+	}
+	if out := must(t, d, "build", dir); strings.Count(out, "Using cache") != 4 {
+		t.Errorf("rebuild:\n%s", out)
+	}
+}
+
+// TestBuildPrivateBase builds FROM an image of a registry with htpasswd
+// auth that is not pulled yet: the CLI sends its logins in
+// X-Registry-Config.
+func TestBuildPrivateBase(t *testing.T) {
+	reg := startRegistry(t, "hutch", "s3cret")
+	img, err := testimage.Busybox()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := reg.Addr + "/private/busybox:1"
+	if err := testimage.Push(context.Background(), ref, img, testimage.WithBasicAuth("hutch", "s3cret")); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t)
+	cfg := t.TempDir()
+	dir := buildDir(t, map[string]string{"Dockerfile": "FROM " + ref + "\nRUN echo built > /f\n"})
+	if out, err := dockerCfg(t, d, cfg, "", "build", "-t", "priv", dir); err == nil || !strings.Contains(out, "authentication required") {
+		t.Errorf("build without login: %v\n%s", err, out)
+	}
+	if out, err := dockerCfg(t, d, cfg, "s3cret\n", "login", reg.Addr, "-u", "hutch", "--password-stdin"); err != nil {
+		t.Fatalf("login: %v\n%s", err, out)
+	}
+	if out, err := dockerCfg(t, d, cfg, "", "build", "-t", "priv", dir); err != nil {
+		t.Fatalf("build after login: %v\n%s\n%s", err, out, d.Log())
+	}
+	if got := must(t, d, "run", "--rm", "priv", "cat", "/f"); got != "built" {
+		t.Errorf("cat /f = %q", got)
+	}
+	if strings.Contains(d.Log(), "s3cret") {
+		t.Error("the daemon logged the password")
 	}
 }
 

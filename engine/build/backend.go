@@ -12,7 +12,7 @@ import (
 type Backend interface {
 	// Image finds a local image by reference, pulling it when pull is set
 	// or it is not there (progress goes to out), and returns its ID and
-	// config.
+	// config. Scratch names the empty image.
 	Image(ctx context.Context, ref string, pull bool, out Output) (Image, error)
 	// Create makes a container of cfg.Image, not started.
 	Create(ctx context.Context, cfg *containertypes.Config, hc *containertypes.HostConfig) (string, error)
@@ -42,6 +42,10 @@ type Backend interface {
 	// Tag names an image.
 	Tag(ctx context.Context, id, ref string) error
 }
+
+// Scratch is the name of the empty base image (FROM scratch) to
+// Backend.Image.
+const Scratch = "scratch"
 
 // Image is a base image: its ID and its config as a container's.
 type Image struct {

@@ -61,8 +61,8 @@ func (b *builder) baseImage(ctx context.Context, name string) (Image, error) {
 	if id, ok := b.images[strings.ToLower(name)]; ok {
 		return b.be.Image(ctx, id, false, b.out)
 	}
-	if strings.EqualFold(name, "scratch") {
-		return Image{}, userErr("FROM scratch is not supported by hutch yet")
+	if strings.EqualFold(name, Scratch) {
+		return b.be.Image(ctx, Scratch, false, b.out)
 	}
 	return b.be.Image(ctx, name, b.req.Pull, b.out)
 }
