@@ -31,11 +31,13 @@ import (
 // container that swaps a directory for a link while cp runs gains nothing
 // (the race of CVE-2018-15664).
 //
-// Limits: the container's bind mounts, volumes and tmpfs mounts, and the
-// /etc/hosts, /etc/hostname and /etc/resolv.conf the engine provides, are
-// not part of the rootfs: cp sees the rootfs underneath them (Docker's cp
-// goes through volumes and binds). Extended attributes are
-// neither archived nor restored.
+// A path in a bind mount or a volume is resolved in the mount's source
+// instead, the same way (archivemounts.go). Limits: tmpfs mounts and the
+// /etc/hosts, /etc/hostname and /etc/resolv.conf the engine provides are
+// not part of the rootfs: cp sees the rootfs underneath them; a directory
+// copied out holds what the rootfs has under the mount points inside it,
+// not their content. Extended attributes are neither archived nor
+// restored.
 
 // ExtractRequest is PUT /containers/{id}/archive.
 type ExtractRequest struct {
@@ -48,23 +50,31 @@ type ExtractRequest struct {
 	// CopyUIDGID makes every extracted file belong to the container's
 	// user (Config.User) instead of the ids in the archive.
 	CopyUIDGID bool
+	// RootfsOnly writes into the rootfs even under a bind or volume
+	// mount point (the builder's COPY).
+	RootfsOnly bool
 }
 
 // ContainerStatPath answers HEAD /containers/{id}/archive: the file at
 // path, not following a final symlink (its LinkTarget says where it
 // leads). A missing file is errdefs.ErrNotFound with Docker's message.
 func (e *Engine) ContainerStatPath(ctx context.Context, ref, p string) (containertypes.PathStat, error) {
-	_, root, done, err := e.openContainerFS(ctx, ref)
+	return e.statPath(ctx, ref, p, false)
+}
+
+// statPath is ContainerStatPath, in the rootfs only with rootfsOnly.
+func (e *Engine) statPath(ctx context.Context, ref, p string, rootfsOnly bool) (containertypes.PathStat, error) {
+	t, err := e.openCpTarget(ctx, ref, p, rootfsOnly)
 	if err != nil {
 		return containertypes.PathStat{}, err
 	}
-	defer done()
-	abs := containerPath(p)
-	ent, st, err := root.stat(abs)
+	defer t.close()
+	ent, st, err := t.root.stat(t.abs)
 	if err != nil {
 		return containertypes.PathStat{}, fileError(err, p, ref)
 	}
 	ent.close()
+	st.Name = t.name
 	return st, nil
 }
 
@@ -73,24 +83,29 @@ func (e *Engine) ContainerStatPath(ctx context.Context, ref, p string) (containe
 // element, and its stat. The rootfs stays mounted until the reader is
 // closed.
 func (e *Engine) ContainerArchivePath(ctx context.Context, ref, p string) (io.ReadCloser, containertypes.PathStat, error) {
-	_, root, done, err := e.openContainerFS(ctx, ref)
+	return e.archivePath(ctx, ref, p, false)
+}
+
+// archivePath is ContainerArchivePath, in the rootfs only with rootfsOnly.
+func (e *Engine) archivePath(ctx context.Context, ref, p string, rootfsOnly bool) (io.ReadCloser, containertypes.PathStat, error) {
+	t, err := e.openCpTarget(ctx, ref, p, rootfsOnly)
 	if err != nil {
 		return nil, containertypes.PathStat{}, err
 	}
-	abs := containerPath(p)
-	ent, st, err := root.stat(abs)
+	ent, st, err := t.root.stat(t.abs)
 	if err != nil {
-		done()
+		t.close()
 		return nil, containertypes.PathStat{}, fileError(err, p, ref)
 	}
+	st.Name = t.name
 	pr, pw := io.Pipe()
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
 		defer ent.close()
-		pw.CloseWithError(root.writeTar(pw, ent, st.Name))
+		pw.CloseWithError(t.root.writeTar(pw, ent, st.Name))
 	}()
-	return &archiveReader{PipeReader: pr, finished: finished, done: done}, st, nil
+	return &archiveReader{PipeReader: pr, finished: finished, done: t.close}, st, nil
 }
 
 // archiveReader unmounts the rootfs once the tar writer has stopped.
@@ -114,22 +129,21 @@ func (a *archiveReader) Close() error {
 // (errdefs.ErrInvalidArgument), as in Docker; whatever the archive holds,
 // nothing is written outside the rootfs.
 func (e *Engine) ContainerExtractToDir(ctx context.Context, ref string, req ExtractRequest, content io.Reader) error {
-	c, root, done, err := e.openContainerFS(ctx, ref)
+	t, err := e.openCpTarget(ctx, ref, req.Path, req.RootfsOnly)
 	if err != nil {
 		return err
 	}
-	defer done()
-	abs := containerPath(req.Path)
-	dest, err := root.directory(abs)
+	defer t.close()
+	dest, err := t.root.directory(t.abs)
 	if err != nil {
 		return fileError(err, req.Path, ref)
 	}
-	if c.HostConfig != nil && c.HostConfig.ReadonlyRootfs {
-		return errdefs.ErrInvalidArgument.WithMessage("container rootfs is marked read-only")
+	if msg := t.readOnly(); msg != "" {
+		return errdefs.ErrInvalidArgument.WithMessage(msg)
 	}
 	opts := extractOptions{noOverwriteDirNonDir: req.NoOverwriteDirNonDir}
-	if req.CopyUIDGID && c.Config != nil && c.Config.User != "" {
-		u, err := spec.ResolveUser(root.path, c.Config.User, nil, e.opts.IDMap == "single")
+	if c := t.c; req.CopyUIDGID && c.Config != nil && c.Config.User != "" {
+		u, err := spec.ResolveUser(t.rootfs.path, c.Config.User, nil, e.opts.IDMap == "single")
 		if err != nil {
 			return err
 		}
@@ -139,7 +153,7 @@ func (e *Engine) ContainerExtractToDir(ctx context.Context, ref string, req Extr
 	if err != nil {
 		return err
 	}
-	return root.extract(dest, r, opts)
+	return t.root.extract(dest, r, opts)
 }
 
 // openContainerFS mounts the container's rootfs and opens it for lookups;

@@ -232,10 +232,10 @@ func (b buildBackend) Run(ctx context.Context, id string, w io.Writer) (int, err
 }
 
 func (b buildBackend) Stat(ctx context.Context, id, p string) (bool, bool, error) {
-	if _, err := b.e.ContainerStatPath(ctx, id, strings.TrimSuffix(p, "/")+"/"); err == nil {
+	if _, err := b.e.statPath(ctx, id, strings.TrimSuffix(p, "/")+"/", true); err == nil {
 		return true, true, nil
 	}
-	_, err := b.e.ContainerStatPath(ctx, id, p)
+	_, err := b.e.statPath(ctx, id, p, true)
 	if errdefs.IsNotFound(err) {
 		return false, false, nil
 	}
@@ -259,11 +259,11 @@ func (b buildBackend) Owner(ctx context.Context, id, chown string) (int, int, er
 }
 
 func (b buildBackend) Extract(ctx context.Context, id string, tar io.Reader) error {
-	return b.e.ContainerExtractToDir(ctx, id, ExtractRequest{Path: "/"}, tar)
+	return b.e.ContainerExtractToDir(ctx, id, ExtractRequest{Path: "/", RootfsOnly: true}, tar)
 }
 
 func (b buildBackend) Archive(ctx context.Context, id, p string) (io.ReadCloser, error) {
-	rc, _, err := b.e.ContainerArchivePath(ctx, id, p)
+	rc, _, err := b.e.archivePath(ctx, id, p, true)
 	return rc, err
 }
 

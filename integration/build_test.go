@@ -208,6 +208,24 @@ CMD ["cat", "/file"]
 	}
 }
 
+// TestBuildVolume: after VOLUME, COPY still writes into the image while
+// what RUN writes under the volume is lost, as with Docker's classic
+// builder; no volume is left behind.
+func TestBuildVolume(t *testing.T) {
+	d, ref := pulled(t)
+	dir := buildDir(t, map[string]string{
+		"Dockerfile": "FROM " + ref + "\nVOLUME /vol\nCOPY f /vol/f\nRUN echo lost > /vol/run && echo kept > /run.txt\n",
+		"f":          "copied\n",
+	})
+	must(t, d, "build", "-t", "withvol", dir)
+	if got := must(t, d, "run", "--rm", "withvol", "sh", "-c", "ls /vol; cat /vol/f /run.txt"); got != "f\ncopied\nkept" {
+		t.Errorf("withvol: %q", got)
+	}
+	if vols := must(t, d, "volume", "ls", "-q"); vols != "" {
+		t.Errorf("volumes left: %q", vols)
+	}
+}
+
 // TestBuildPrivateBase builds FROM an image of a registry with htpasswd
 // auth that is not pulled yet: the CLI sends its logins in
 // X-Registry-Config.

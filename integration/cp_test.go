@@ -227,3 +227,55 @@ func tarOf(t *testing.T, hdrs ...tar.Header) io.Reader {
 	}
 	return &buf
 }
+
+// TestCpThroughMounts: cp reads and writes a volume's and a bind mount's
+// content, as Docker's does, refuses to write into a read-only one, and
+// a link inside a volume leads nowhere outside it.
+func TestCpThroughMounts(t *testing.T) {
+	d, ref := pulled(t)
+	host := t.TempDir()
+	if err := os.WriteFile(filepath.Join(host, "onhost"), []byte("from the host\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ro := t.TempDir()
+	id := docker(t, d, "run", "-d", "-v", "cpvol:/data", "-v", host+":/bind", "-v", ro+":/ro:ro", ref, "sh", "-c",
+		"echo in-volume > /data/f && ln -s / /data/escape && ln -s /data /link && echo ready && sleep 1000")
+	waitFor(t, func() bool { out, _ := d.Docker(t, "logs", id); return strings.Contains(out, "ready") })
+
+	for p, want := range map[string]string{"/data/f": "in-volume\n", "/bind/onhost": "from the host\n", "/link/f": "in-volume\n"} {
+		out, se, code := runIn(t, d, "", "cp", id+":"+p, "-")
+		_, data := untar(t, strings.NewReader(out))
+		if code != 0 || data[filepath.Base(p)] != want {
+			t.Errorf("cp %s - = %d %q %q", p, code, data, se)
+		}
+	}
+	// A link in the volume resolves inside it: /data/escape/etc is not the
+	// container's /etc, nor the host's.
+	if out, se, code := runIn(t, d, "", "cp", id+":/data/escape/etc/passwd", "-"); code == 0 || !strings.Contains(se, "Could not find the file") {
+		t.Errorf("cp through a link out of the volume = %d %q %q", code, out, se)
+	}
+
+	src := filepath.Join(t.TempDir(), "in")
+	if err := os.WriteFile(src, []byte("copied in\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	docker(t, d, "cp", src, id+":/data/")
+	docker(t, d, "cp", src, id+":/bind/")
+	if got := docker(t, d, "exec", id, "cat", "/data/in", "/bind/in"); got != "copied in\ncopied in" {
+		t.Errorf("in the container: %q", got)
+	}
+	if b, err := os.ReadFile(filepath.Join(host, "in")); err != nil || string(b) != "copied in\n" {
+		t.Errorf("on the host: %q %v", b, err)
+	}
+	// The volume keeps it for other containers.
+	if got := docker(t, d, "run", "--rm", "-v", "cpvol:/v", ref, "cat", "/v/in"); got != "copied in" {
+		t.Errorf("another container of the volume: %q", got)
+	}
+	if out, err := d.Docker(t, "cp", src, id+":/ro/"); err == nil || !strings.Contains(out, "mounted volume is marked read-only") {
+		t.Errorf("cp into a read-only bind: %v\n%s", err, out)
+	}
+	if entries, _ := os.ReadDir(ro); len(entries) != 0 {
+		t.Errorf("the read-only bind got %v", entries)
+	}
+	docker(t, d, "rm", "-f", id)
+}
