@@ -19,6 +19,7 @@ import (
 	"github.com/hutch-engine/hutch/engine/container"
 	"github.com/hutch-engine/hutch/engine/spec"
 	containertypes "github.com/moby/moby/api/types/container"
+	eventtypes "github.com/moby/moby/api/types/events"
 )
 
 // docker cp: the container's rootfs is mounted through the image store
@@ -98,6 +99,9 @@ func (e *Engine) archivePath(ctx context.Context, ref, p string, rootfsOnly bool
 		return nil, containertypes.PathStat{}, fileError(err, p, ref)
 	}
 	st.Name = t.name
+	if !rootfsOnly {
+		e.containerEvent(t.c, eventtypes.ActionArchivePath, nil)
+	}
 	pr, pw := io.Pipe()
 	finished := make(chan struct{})
 	go func() {
@@ -153,7 +157,13 @@ func (e *Engine) ContainerExtractToDir(ctx context.Context, ref string, req Extr
 	if err != nil {
 		return err
 	}
-	return t.root.extract(dest, r, opts)
+	if err := t.root.extract(dest, r, opts); err != nil {
+		return err
+	}
+	if !req.RootfsOnly {
+		e.containerEvent(t.c, eventtypes.ActionExtractToDir, nil)
+	}
+	return nil
 }
 
 // openContainerFS mounts the container's rootfs and opens it for lookups;

@@ -232,5 +232,9 @@ func (e *Engine) ContainerResize(ctx context.Context, ref string, height, width 
 	if client == nil {
 		return errdefs.ErrConflict.WithMessage(fmt.Sprintf("Container %s is not running", c.ID))
 	}
-	return client.Resize(ctx, height, width)
+	if err := client.Resize(ctx, height, width); err != nil {
+		return err
+	}
+	e.containerEvent(c, eventtypes.ActionResize, map[string]string{"height": strconv.Itoa(int(height)), "width": strconv.Itoa(int(width))})
+	return nil
 }

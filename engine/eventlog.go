@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"maps"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 	"github.com/hutch-engine/hutch/engine/container"
 	"github.com/hutch-engine/hutch/engine/events"
 	eventtypes "github.com/moby/moby/api/types/events"
+	mounttypes "github.com/moby/moby/api/types/mount"
 )
 
 // EventsRequest is GET /events.
@@ -103,6 +106,35 @@ func (e *Engine) containerEvent(c *container.Container, action eventtypes.Action
 func (e *Engine) containerEventByID(ctx context.Context, id string, action eventtypes.Action, extra map[string]string) {
 	if c, err := e.containers.Get(ctx, id); err == nil {
 		e.containerEvent(c, action, extra)
+	}
+}
+
+// runEvents publishes what a container's start (or end) does to its
+// networks and volumes, as Docker does: network connect and volume mount
+// (network disconnect and volume unmount).
+func (e *Engine) runEvents(c *container.Container, start bool) {
+	netAction, volAction := eventtypes.ActionConnect, eventtypes.ActionMount
+	if !start {
+		netAction, volAction = eventtypes.ActionDisconnect, eventtypes.ActionUnmount
+	}
+	if ns := c.NetworkSettings; ns != nil {
+		for _, name := range slices.Sorted(maps.Keys(ns.Networks)) {
+			if ep := ns.Networks[name]; ep != nil && ep.NetworkID != "" {
+				e.networkEvent(netAction, ep.NetworkID, name, map[string]string{"container": c.ID})
+			}
+		}
+	}
+	for _, m := range c.Mounts {
+		if m.Type != mounttypes.TypeVolume {
+			continue
+		}
+		attrs := map[string]string{"driver": localDriver, "container": c.ID}
+		if start {
+			attrs["destination"] = m.Destination
+			attrs["read/write"] = strconv.FormatBool(m.RW)
+			attrs["propagation"] = string(m.Propagation)
+		}
+		e.events.Publish(eventtypes.VolumeEventType, volAction, m.Name, attrs)
 	}
 }
 

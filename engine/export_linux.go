@@ -11,6 +11,7 @@ import (
 
 	"github.com/containerd/errdefs"
 	"github.com/hutch-engine/hutch/engine/container"
+	eventtypes "github.com/moby/moby/api/types/events"
 	"golang.org/x/sys/unix"
 )
 
@@ -42,6 +43,7 @@ func (e *Engine) ContainerExport(ctx context.Context, ref string) (io.ReadCloser
 		defer close(finished)
 		pw.CloseWithError(root.writeTree(pw))
 	}()
+	e.containerEvent(c, eventtypes.ActionExport, nil)
 	return &archiveReader{PipeReader: pr, finished: finished, done: done}, nil
 }
 

@@ -224,7 +224,17 @@ func (e *Engine) ImageSave(ctx context.Context, names []string, w io.Writer) err
 		}
 		add(img.ID, tag)
 	}
-	return store.SaveImages(ctx, items, w)
+	if err := store.SaveImages(ctx, items, w); err != nil {
+		return err
+	}
+	for _, it := range items {
+		name := it.ID
+		if len(it.Names) > 0 {
+			name = it.Names[0]
+		}
+		e.imageEvent(eventtypes.ActionSave, it.ID, name)
+	}
+	return nil
 }
 
 // RegistryLogin answers POST /auth (docker login).

@@ -134,6 +134,7 @@ func (e *Engine) ContainerStart(ctx context.Context, ref string) error {
 		e.detachNetwork(context.WithoutCancel(ctx), c.ID, "")
 		return err
 	}
+	e.runEvents(c, true)
 	e.containerEvent(c, eventtypes.ActionStart, nil)
 	e.monitors.Add(1)
 	go e.monitor(c.ID, client)
@@ -288,6 +289,7 @@ func (e *Engine) monitor(id string, client *shim.Client) {
 		return
 	}
 	e.containerEvent(c, eventtypes.ActionDie, map[string]string{"exitCode": strconv.Itoa(exit.Code)})
+	e.runEvents(c, false)
 	// docker run --rm waits for the removal, whose rootfs is unmounted
 	// with its reuse or deletion: no separate unmount on its path.
 	if !autoRemove {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/containerd/errdefs"
 	containertypes "github.com/moby/moby/api/types/container"
+	eventtypes "github.com/moby/moby/api/types/events"
 	"golang.org/x/sys/unix"
 )
 
@@ -40,6 +41,7 @@ func (e *Engine) ContainerTop(ctx context.Context, ref, psArgs string) (containe
 			top.Processes = append(top.Processes, row)
 		}
 	}
+	e.containerEvent(c, eventtypes.ActionTop, nil)
 	return top, nil
 }
 

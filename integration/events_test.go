@@ -64,6 +64,34 @@ func TestEvents(t *testing.T) {
 		t.Errorf("tag and untag events: %q", out)
 	}
 
+	// What a run does to its network and volume; top, cp, export, save.
+	dir := t.TempDir()
+	evv := dockerOK(t, d, "run", "-d", "--name", "evv", "-v", "evvol:/data", ref, "sleep", "60")
+	dockerOK(t, d, "top", "evv")
+	dockerOK(t, d, "cp", "evv:/etc/passwd", dir+"/passwd")
+	dockerOK(t, d, "cp", dir+"/passwd", "evv:/tmp/")
+	dockerOK(t, d, "export", "-o", dir+"/evv.tar", "evv")
+	dockerOK(t, d, "rm", "-f", "evv")
+	dockerOK(t, d, "save", "-o", dir+"/img.tar", ref)
+	until = fmt.Sprint(time.Now().Add(time.Second).Unix())
+	out = dockerOK(t, d, "events", "--since", since, "--until", until, "--filter", "container=evv",
+		"--filter", "event=top", "--filter", "event=archive-path", "--filter", "event=extract-to-dir", "--filter", "event=export", "--format", `{{.Action}}`)
+	if out != "top\narchive-path\nextract-to-dir\nexport" {
+		t.Errorf("top, cp and export events: %q", out)
+	}
+	out = dockerOK(t, d, "events", "--since", since, "--until", until, "--filter", "volume=evvol", "--format", `{{.Action}} {{index .Actor.Attributes "container"}} {{index .Actor.Attributes "destination"}}`)
+	if out != "create  \nmount "+evv+" /data\nunmount "+evv {
+		t.Errorf("volume events of a run: %q", out)
+	}
+	out = dockerOK(t, d, "events", "--since", since, "--until", until, "--filter", "type=network", "--filter", "event=connect", "--filter", "event=disconnect", "--format", `{{.Action}} {{.Actor.Attributes.name}} {{.Actor.Attributes.container}}`)
+	if !strings.Contains(out, "connect bridge "+evv+"\n") || !strings.Contains(out, "disconnect bridge "+evv) {
+		t.Errorf("network events of a run: %q", out)
+	}
+	out = dockerOK(t, d, "events", "--since", since, "--until", until, "--filter", "type=image", "--filter", "event=save", "--format", `{{.Actor.Attributes.name}}`)
+	if !strings.Contains(out, strings.TrimSuffix(ref, ":latest")) {
+		t.Errorf("image save events: %q", out)
+	}
+
 	// Followed: the stream shows what happens after it began.
 	done := make(chan string)
 	go func() {
