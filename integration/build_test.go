@@ -14,7 +14,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hutch-engine/hutch/storage/testimage"
 	"github.com/moby/moby/client"
 )
 
@@ -230,15 +229,7 @@ func TestBuildVolume(t *testing.T) {
 // auth that is not pulled yet: the CLI sends its logins in
 // X-Registry-Config.
 func TestBuildPrivateBase(t *testing.T) {
-	reg := startRegistry(t, "hutch", "s3cret")
-	img, err := testimage.Busybox()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref := reg.Addr + "/private/busybox:1"
-	if err := testimage.Push(context.Background(), ref, img, testimage.WithBasicAuth("hutch", "s3cret")); err != nil {
-		t.Fatal(err)
-	}
+	reg, ref := privateBusybox(t)
 	d := startDaemon(t)
 	cfg := t.TempDir()
 	dir := buildDir(t, map[string]string{"Dockerfile": "FROM " + ref + "\nRUN echo built > /f\n"})

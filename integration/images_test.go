@@ -127,16 +127,24 @@ func TestImagePullProgress(t *testing.T) {
 	}
 }
 
-func TestImageLoginAndPull(t *testing.T) {
-	reg := startRegistry(t, "hutch", "s3cret")
+// privateBusybox starts a registry with htpasswd auth (user hutch,
+// password s3cret) and pushes the busybox test image to it.
+func privateBusybox(t *testing.T) (reg *registry, ref string) {
+	t.Helper()
+	reg = startRegistry(t, "hutch", "s3cret")
 	img, err := testimage.Busybox()
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref := reg.Addr + "/private/busybox:1"
+	ref = reg.Addr + "/private/busybox:1"
 	if err := testimage.Push(context.Background(), ref, img, testimage.WithBasicAuth("hutch", "s3cret")); err != nil {
 		t.Fatal(err)
 	}
+	return reg, ref
+}
+
+func TestImageLoginAndPull(t *testing.T) {
+	reg, ref := privateBusybox(t)
 	d := startDaemon(t)
 	cfg := t.TempDir()
 

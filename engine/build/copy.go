@@ -17,13 +17,10 @@ import (
 // copy handles COPY: from the context, or with --from from a stage or an
 // image.
 func (b *builder) copy(ctx context.Context, c *instructions.CopyCommand) error {
+	if err := buildKitCopyFlags(c.Chmod, c.Link, c.ExcludePatterns); err != nil {
+		return err
+	}
 	switch {
-	case c.Chmod != "":
-		return buildKitOnly("chmod")
-	case c.Link:
-		return buildKitOnly("link")
-	case len(c.ExcludePatterns) > 0:
-		return buildKitOnly("exclude")
 	case c.Parents:
 		return buildKitOnly("parents")
 	case len(c.SourceContents) > 0:
@@ -38,13 +35,10 @@ func (b *builder) copy(ctx context.Context, c *instructions.CopyCommand) error {
 // add handles ADD: COPY that also unpacks local archives and downloads
 // URLs.
 func (b *builder) add(ctx context.Context, c *instructions.AddCommand) error {
+	if err := buildKitCopyFlags(c.Chmod, c.Link, c.ExcludePatterns); err != nil {
+		return err
+	}
 	switch {
-	case c.Chmod != "":
-		return buildKitOnly("chmod")
-	case c.Link:
-		return buildKitOnly("link")
-	case len(c.ExcludePatterns) > 0:
-		return buildKitOnly("exclude")
 	case c.KeepGitDir != nil:
 		return buildKitOnly("keep-git-dir")
 	case c.Checksum != "":

@@ -151,6 +151,13 @@ func (b *builder) nopCmd(text string) []string {
 // commitConfig makes the image of an instruction that changes only the
 // config (mutate, when not nil, changes it).
 func (b *builder) commitConfig(ctx context.Context, text string, mutate func(*containertypes.Config)) error {
+	return b.nopStep(ctx, text, mutate, nil)
+}
+
+// nopStep makes the image of an instruction that runs nothing: mutate
+// changes the config, fill (when not nil) the step's container before
+// its commit.
+func (b *builder) nopStep(ctx context.Context, text string, mutate func(*containertypes.Config), fill func(id string) error) error {
 	if mutate != nil {
 		mutate(&b.cur.config)
 	}
@@ -161,6 +168,12 @@ func (b *builder) commitConfig(ctx context.Context, text string, mutate func(*co
 	id, err := b.create(ctx, b.nopCmd(text), false)
 	if err != nil {
 		return err
+	}
+	if fill != nil {
+		if err := fill(id); err != nil {
+			b.removeContainer(ctx, id, false)
+			return err
+		}
 	}
 	return b.commit(ctx, id, createdBy, false)
 }
@@ -271,21 +284,22 @@ func (b *builder) workdir(ctx context.Context, c *instructions.WorkdirCommand) e
 		dir = path.Join("/", b.cur.config.WorkingDir, dir)
 	}
 	dir = path.Clean(dir)
-	b.cur.config.WorkingDir = dir
-	text := "WORKDIR " + dir
-	createdBy := strings.Join(b.nopCmd(text), " ")
-	if hit, err := b.cached(ctx, createdBy); hit || err != nil {
-		return err
+	return b.nopStep(ctx, "WORKDIR "+dir,
+		func(cfg *containertypes.Config) { cfg.WorkingDir = dir },
+		func(id string) error { return b.mkdirAll(ctx, id, dir) })
+}
+
+// buildKitCopyFlags refuses the options of COPY and ADD only BuildKit has.
+func buildKitCopyFlags(chmod string, link bool, exclude []string) error {
+	switch {
+	case chmod != "":
+		return buildKitOnly("chmod")
+	case link:
+		return buildKitOnly("link")
+	case len(exclude) > 0:
+		return buildKitOnly("exclude")
 	}
-	id, err := b.create(ctx, b.nopCmd(text), false)
-	if err != nil {
-		return err
-	}
-	if err := b.mkdirAll(ctx, id, dir); err != nil {
-		b.removeContainer(ctx, id, false)
-		return err
-	}
-	return b.commit(ctx, id, createdBy, false)
+	return nil
 }
 
 func buildKitOnly(flag string) error {
