@@ -189,9 +189,11 @@ COPY . /ctx/
 func TestBuildScratch(t *testing.T) {
 	d, ref := pulled(t)
 	dir := buildDir(t, map[string]string{"Dockerfile": `FROM ` + ref + ` AS build
-RUN mkdir -p /out && echo static > /out/file && cp /bin/busybox /out/busybox
+RUN mkdir -p /out/lib && echo static > /out/file && cp /bin/busybox /out/busybox && echo a > /out/lib/a.so && echo b > /out/lib/b.so && echo c > /out/lib/c.txt
 FROM scratch
-COPY --from=build /out/ /
+COPY --from=build /out/file /out/busybox /
+COPY --from=build /out/lib/*.so /lib/
+COPY --from=build /out/lib/a.* /one.so
 ENTRYPOINT ["/busybox"]
 CMD ["cat", "/file"]
 `})
@@ -199,10 +201,13 @@ CMD ["cat", "/file"]
 	if got := must(t, d, "run", "--rm", "scratchy"); got != "static" {
 		t.Errorf("docker run scratchy = %q", got)
 	}
-	if got := must(t, d, "run", "--rm", "scratchy", "ls", "/"); got != "busybox\ndev\netc\nfile\nproc\nsys" {
+	if got := must(t, d, "run", "--rm", "scratchy", "ls", "/", "/lib"); got != "/:\nbusybox\ndev\netc\nfile\nlib\none.so\nproc\nsys\n\n/lib:\na.so\nb.so" {
 		t.Errorf("the files of scratchy: %q", got)
 	}
-	if out := must(t, d, "build", dir); strings.Count(out, "Using cache") != 4 {
+	if got := must(t, d, "run", "--rm", "scratchy", "cat", "/one.so"); got != "a" {
+		t.Errorf("/one.so = %q", got)
+	}
+	if out := must(t, d, "build", dir); strings.Count(out, "Using cache") != 6 {
 		t.Errorf("rebuild:\n%s", out)
 	}
 }

@@ -229,7 +229,7 @@ func TestBuildErrors(t *testing.T) {
 		"FROM scratch\n":                             "scratch",
 		"FROM base\nNOPE x\n":                        "unknown instruction",
 		"":                                           "no instructions",
-		"FROM base\nCOPY --from=base *.txt /x/\n":    "wildcards",
+		"FROM base\nCOPY --from=base *.txt /x/\n":    "wildcard in /",
 		"FROM base\nEXPOSE notaport\n":               "notaport",
 	} {
 		f := newFake()
