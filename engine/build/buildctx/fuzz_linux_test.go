@@ -9,10 +9,10 @@ import (
 	"testing"
 )
 
-// FuzzExtract feeds Extract, the decoder of the untrusted build context,
+// FuzzContextExtract feeds Extract, the decoder of the untrusted build context,
 // arbitrary bytes next to a sentinel directory: nothing may appear
 // outside the context directory, and nothing may panic.
-func FuzzExtract(f *testing.F) {
+func FuzzContextExtract(f *testing.F) {
 	seeds := [][]ent{
 		{{name: "a/", typ: tar.TypeDir}, {name: "a/b", body: "b"}, {name: ".dockerignore", body: "a\n!a/b\n"}},
 		{{name: "../sentinel/x", body: "x"}},
