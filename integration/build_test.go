@@ -255,6 +255,42 @@ func TestBuildPrivateBase(t *testing.T) {
 	}
 }
 
+// TestBuildCancelled: a client that goes away mid-RUN stops the build;
+// the step's container is killed and removed, as Docker does.
+func TestBuildCancelled(t *testing.T) {
+	d, ref := pulled(t)
+	api := d.Client(t)
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	df := "FROM " + ref + "\nRUN echo started && sleep 60\n"
+	tw.WriteHeader(&tar.Header{Name: "Dockerfile", Mode: 0o644, Size: int64(len(df)), Typeflag: tar.TypeReg})
+	tw.Write([]byte(df))
+	tw.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	res, err := api.ImageBuild(ctx, &buf, client.ImageBuildOptions{Tags: []string{"cancelled"}, Remove: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Read until the RUN has begun, then hang up.
+	dec := json.NewDecoder(res.Body)
+	for {
+		var m struct{ Stream string }
+		if err := dec.Decode(&m); err != nil {
+			t.Fatalf("the build ended before its RUN began: %v", err)
+		}
+		if strings.Contains(m.Stream, "started") {
+			break
+		}
+	}
+	cancel()
+	res.Body.Close()
+	waitFor(t, func() bool { return must(t, d, "ps", "-aq") == "" })
+	if out, err := d.Docker(t, "image", "inspect", "cancelled"); err == nil {
+		t.Errorf("the cancelled build tagged an image:\n%s", out)
+	}
+}
+
 // TestBuildSDK drives POST /build through the Go SDK, as testcontainers
 // does: a context tar made in memory, the stream read to its aux ID.
 func TestBuildSDK(t *testing.T) {

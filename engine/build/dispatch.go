@@ -269,7 +269,9 @@ func (b *builder) run(ctx context.Context, c *instructions.RunCommand) error {
 		err = &Error{Msg: fmt.Sprintf("The command '%s' returned a non-zero code: %d", strings.Join(cmd, " "), code)}
 	}
 	if err != nil {
-		if b.req.ForceRemove {
+		// A failed step's container stays for inspection unless
+		// --force-rm; one the client gave up on goes, as in Docker.
+		if b.req.ForceRemove || ctx.Err() != nil {
 			b.be.Remove(context.WithoutCancel(ctx), id)
 		}
 		return err
