@@ -30,9 +30,6 @@ type warmShim struct {
 // warmIdle is how long an unused warm shim waits before it exits.
 const warmIdle = 30 * time.Second
 
-// controlFD is where a warm shim reads its bundle (fd 3 is the ready pipe).
-const controlFD = 4
-
 var warm struct {
 	mu       sync.Mutex
 	shim     *warmShim
@@ -114,6 +111,7 @@ func spawnWarm(binary, runtime string) (*warmShim, error) {
 	}
 	cmd := exec.Command(binary, "warm", runtime)
 	cmd.Dir = "/"
+	// fd 3 is the ready pipe, fd 4 the control pipe (server.controlFD).
 	cmd.ExtraFiles = []*os.File{readyW, ctlR}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	cmd.Env = wire.OneP(os.Environ())
