@@ -50,6 +50,9 @@ func (e *Engine) ContainerCreate(ctx context.Context, req CreateRequest) (contai
 	if err := validateHostConfig(hc); err != nil {
 		return containertypes.CreateResponse{}, err
 	}
+	if err := validateHealthcheck(req.Config.Healthcheck); err != nil {
+		return containertypes.CreateResponse{}, err
+	}
 	if e.images == nil {
 		return containertypes.CreateResponse{}, errdefs.ErrUnavailable.WithMessage("no image store")
 	}

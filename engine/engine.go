@@ -78,6 +78,7 @@ type Engine struct {
 	host   shim.Host
 	execs  execStore
 	starts *startGate
+	health healthMonitors
 	// monitors counts the monitor goroutines, so that Close returns only
 	// after every ended run is cleaned up (rootfs, network).
 	monitors sync.WaitGroup

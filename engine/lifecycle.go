@@ -78,6 +78,7 @@ func (e *Engine) adoptJoin(ctx context.Context, id string) {
 // after their timeout) and waits until each exit is recorded.
 func (e *Engine) Close() error {
 	shim.CloseWarm()
+	e.stopAllHealth()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	e.runs.mu.Lock()

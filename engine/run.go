@@ -127,8 +127,16 @@ func (e *Engine) ContainerStart(ctx context.Context, ref string) error {
 		e.detachNetwork(context.WithoutCancel(ctx), c.ID, "")
 		return err
 	}
+	startedAt := time.Now().UTC()
+	probed := probeConfig(c) != nil
 	if err := e.containers.Update(ctx, c.ID, func(c *container.Container) error {
-		return c.State.SetRunning(client.Pid(), time.Now().UTC())
+		if err := c.State.SetRunning(client.Pid(), startedAt); err != nil {
+			return err
+		}
+		if probed {
+			c.State.Health = startingHealth(c.State.Health)
+		}
+		return nil
 	}); err != nil {
 		client.Kill(context.WithoutCancel(ctx), syscall.SIGKILL)
 		e.detachNetwork(context.WithoutCancel(ctx), c.ID, "")
@@ -138,6 +146,9 @@ func (e *Engine) ContainerStart(ctx context.Context, ref string) error {
 	e.containerEvent(c, eventtypes.ActionStart, nil)
 	e.monitors.Add(1)
 	go e.monitor(c.ID, client)
+	if probed {
+		e.startHealth(c, startedAt)
+	}
 	return nil
 }
 
@@ -262,6 +273,7 @@ func (e *Engine) monitor(id string, client *shim.Client) {
 	e.runs.mu.Lock()
 	delete(e.runs.shims, id)
 	e.runs.mu.Unlock()
+	e.stopHealth(id)
 	c, err := e.containers.Get(ctx, id)
 	if err != nil {
 		e.log.Error("recording exit", "container", id, "err", err)

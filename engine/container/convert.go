@@ -47,6 +47,7 @@ func (c *Container) Inspect() containertypes.InspectResponse {
 			Error:      st.Error,
 			StartedAt:  formatTime(st.StartedAt),
 			FinishedAt: formatTime(st.FinishedAt),
+			Health:     st.Health,
 		},
 		Image:          c.ImageID,
 		ResolvConfPath: c.ResolvConfPath,

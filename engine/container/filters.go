@@ -239,8 +239,7 @@ func (lf *listFilter) match(c *Container, ancestors map[string]bool) bool {
 	if lf.statuses != nil && !lf.statuses[c.State.Effective()] {
 		return false
 	}
-	// hutch runs no health checks: every container's health is "none".
-	if lf.health != nil && !lf.health[string(containertypes.NoHealthcheck)] {
+	if lf.health != nil && !lf.health[string(c.State.HealthStatus())] {
 		return false
 	}
 	// …and none is a swarm task.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/containerd/errdefs"
 	"github.com/docker/go-units"
+	containertypes "github.com/moby/moby/api/types/container"
 )
 
 // Status is where a container is in its life.
@@ -46,6 +47,9 @@ type State struct {
 	StartedAt  time.Time
 	FinishedAt time.Time
 	OOMKilled  bool
+	// Health is the state of the healthcheck's probes, for containers
+	// that have one (engine/health.go).
+	Health *containertypes.Health `json:",omitempty"`
 
 	// ended is set by the transitions that end a run; Store.Update uses it
 	// to wake waiters and clears nothing on disk (it is not persisted).
@@ -75,6 +79,15 @@ func (s State) Effective() Status {
 	return s.Status
 }
 
+// HealthStatus is the container's health as docker ps --filter health
+// sees it: "none" without a healthcheck.
+func (s State) HealthStatus() containertypes.HealthStatus {
+	if s.Health == nil || s.Health.Status == "" {
+		return containertypes.NoHealthcheck
+	}
+	return s.Health.Status
+}
+
 // Describe is docker ps's STATUS column at time now: "Up 3 seconds",
 // "Up 2 minutes (Paused)", "Exited (0) 5 seconds ago", "Created"…, with
 // go-units' HumanDuration as dockerd uses.
@@ -86,6 +99,12 @@ func (s State) Describe(now time.Time) string {
 		up := "Up " + units.HumanDuration(now.Sub(s.StartedAt))
 		if s.Paused() {
 			return up + " (Paused)"
+		}
+		if h := s.Health; h != nil && h.Status != containertypes.NoHealthcheck && h.Status != "" {
+			if h.Status == containertypes.Starting {
+				return up + " (health: starting)"
+			}
+			return up + " (" + string(h.Status) + ")"
 		}
 		return up
 	case s.Removing:

@@ -2,6 +2,7 @@ package container
 
 import (
 	"errors"
+	containertypes "github.com/moby/moby/api/types/container"
 	"reflect"
 	"strings"
 	"testing"
@@ -195,6 +196,10 @@ func TestDescribe(t *testing.T) {
 		{"up 1h", State{Status: StatusRunning, StartedAt: ago(time.Hour)}, "Up About an hour"},
 		{"up 3d", State{Status: StatusRunning, StartedAt: ago(72 * time.Hour)}, "Up 3 days"},
 		{"paused", State{Status: StatusPaused, StartedAt: ago(2 * time.Minute)}, "Up 2 minutes (Paused)"},
+		{"health starting", State{Status: StatusRunning, StartedAt: ago(3 * time.Second), Health: &containertypes.Health{Status: containertypes.Starting}}, "Up 3 seconds (health: starting)"},
+		{"healthy", State{Status: StatusRunning, StartedAt: ago(3 * time.Second), Health: &containertypes.Health{Status: containertypes.Healthy}}, "Up 3 seconds (healthy)"},
+		{"unhealthy", State{Status: StatusRunning, StartedAt: ago(3 * time.Second), Health: &containertypes.Health{Status: containertypes.Unhealthy}}, "Up 3 seconds (unhealthy)"},
+		{"exited healthy", State{Status: StatusExited, StartedAt: ago(time.Hour), FinishedAt: ago(5 * time.Second), Health: &containertypes.Health{Status: containertypes.Healthy}}, "Exited (0) 5 seconds ago"},
 		{"restarting", State{Status: StatusRestarting, ExitCode: 1, StartedAt: ago(time.Hour), FinishedAt: ago(time.Second)}, "Restarting (1) 1 second ago"},
 		{"exited 137", State{Status: StatusExited, ExitCode: 137, StartedAt: ago(time.Hour), FinishedAt: ago(5 * time.Second)}, "Exited (137) 5 seconds ago"},
 		{"exited 0", State{Status: StatusExited, StartedAt: ago(time.Hour), FinishedAt: ago(2 * time.Minute)}, "Exited (0) 2 minutes ago"},
