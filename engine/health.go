@@ -12,6 +12,7 @@ import (
 	"github.com/hutch-engine/hutch/engine/container"
 	containertypes "github.com/moby/moby/api/types/container"
 	eventtypes "github.com/moby/moby/api/types/events"
+	"golang.org/x/sys/unix"
 )
 
 // Health checks, as Docker runs them: a container whose config has a
@@ -204,6 +205,7 @@ func (e *Engine) probe(ctx context.Context, c *container.Container, hc *containe
 	err = e.ExecStart(pctx, id, ExecStartRequest{}, nil, &out, &out)
 	switch {
 	case pctx.Err() == context.DeadlineExceeded:
+		e.killProbe(id)
 		res.Output = fmt.Sprintf("Health check exceeded timeout (%v)", hc.Timeout)
 		return res
 	case err != nil:
@@ -220,6 +222,23 @@ func (e *Engine) probe(ctx context.Context, c *container.Container, hc *containe
 		res.ExitCode, res.Output = *insp.ExitCode, out.String()
 	}
 	return res
+}
+
+// killProbe kills a probe that outlived its timeout, as Docker does, so
+// that slow probes do not pile up. The exec's pid is the shim's child in
+// the engine's pid namespace.
+func (e *Engine) killProbe(execID string) {
+	e.execs.mu.Lock()
+	pid, running := 0, false
+	if r := e.execs.m[execID]; r != nil {
+		pid, running = r.pid, r.running && r.exitCode == nil
+	}
+	e.execs.mu.Unlock()
+	if pid > 0 && running {
+		if err := unix.Kill(pid, unix.SIGKILL); err != nil && err != unix.ESRCH {
+			e.log.Warn("killing a health probe past its timeout", "exec", execID, "pid", pid, "err", err)
+		}
+	}
 }
 
 // recordProbe adds a result to the health of c's run that started at

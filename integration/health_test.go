@@ -64,6 +64,20 @@ func TestHealthcheck(t *testing.T) {
 	}
 	must(t, d, "rm", "-f", "hc", "slow")
 
+	// A probe past its timeout fails and is killed.
+	must(t, d, "run", "-d", "--name", "slowprobe", "--health-cmd", "sleep 30", "--health-timeout", "200ms", "--health-interval", "100ms", "--health-retries", "1", ref, "sleep", "60")
+	waitFor(t, func() bool { return status("slowprobe") == "unhealthy" })
+	if out := must(t, d, "inspect", "--format", "{{(index .State.Health.Log 0).Output}} {{(index .State.Health.Log 0).ExitCode}}", "slowprobe"); out != "Health check exceeded timeout (200ms) -1" {
+		t.Errorf("timed-out probe: %q", out)
+	}
+	// Probes keep coming, one every 300 ms (100 ms apart, killed at
+	// 200 ms): in 2 s, without the kill, six would be sleeping.
+	time.Sleep(2 * time.Second)
+	if top := must(t, d, "top", "slowprobe"); strings.Count(top, "sleep 30") > 2 {
+		t.Errorf("timed-out probes pile up:\n%s", top)
+	}
+	must(t, d, "rm", "-f", "slowprobe")
+
 	// An image's HEALTHCHECK, and HEALTHCHECK NONE.
 	dir := buildDir(t, map[string]string{"Dockerfile": "FROM " + ref + "\nHEALTHCHECK --interval=100ms CMD true\n"})
 	must(t, d, "build", "-t", "checked", dir)
