@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -172,7 +173,9 @@ func (e *Engine) probeLoop(ctx context.Context, c *container.Container, hc *cont
 			return
 		}
 		inStart := time.Since(startedAt) < hc.StartPeriod
-		e.recordProbe(ctx, c, startedAt, hc.Retries, res, inStart)
+		if !e.recordProbe(ctx, c, startedAt, hc.Retries, res, inStart) {
+			return // the run has ended (or the container is gone)
+		}
 	}
 }
 
@@ -242,8 +245,9 @@ func (e *Engine) killProbe(execID string) {
 }
 
 // recordProbe adds a result to the health of c's run that started at
-// startedAt (not to a later run) and publishes a change of status.
-func (e *Engine) recordProbe(ctx context.Context, c *container.Container, startedAt time.Time, retries int, res *containertypes.HealthcheckResult, inStart bool) {
+// startedAt (not to a later run) and publishes a change of status. It
+// is false when that run has ended.
+func (e *Engine) recordProbe(ctx context.Context, c *container.Container, startedAt time.Time, retries int, res *containertypes.HealthcheckResult, inStart bool) bool {
 	var before, after containertypes.HealthStatus
 	err := e.containers.Update(ctx, c.ID, func(r *container.Container) error {
 		h := r.State.Health
@@ -270,15 +274,16 @@ func (e *Engine) recordProbe(ctx context.Context, c *container.Container, starte
 		return nil
 	})
 	if err != nil {
-		return
+		return !errors.Is(err, errStaleProbe) && !errdefs.IsNotFound(err)
 	}
 	if after != before {
 		e.containerEventByID(ctx, c.ID, eventtypes.Action("health_status: "+string(after)), nil)
 	}
+	return true
 }
 
 // errStaleProbe is a probe result of a run that has ended.
-var errStaleProbe = fmt.Errorf("the probed run has ended")
+var errStaleProbe = errors.New("the probed run has ended")
 
 // limitedBuffer keeps the first maxProbeOutput bytes written to it.
 type limitedBuffer struct {

@@ -144,11 +144,12 @@ func (e *Engine) ContainerStart(ctx context.Context, ref string) error {
 	}
 	e.runEvents(c, true)
 	e.containerEvent(c, eventtypes.ActionStart, nil)
-	e.monitors.Add(1)
-	go e.monitor(c.ID, client)
 	if probed {
+		// Before the monitor, whose stopHealth must come after it.
 		e.startHealth(c, startedAt)
 	}
+	e.monitors.Add(1)
+	go e.monitor(c.ID, client)
 	return nil
 }
 
