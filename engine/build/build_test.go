@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/containerd/errdefs"
 	containertypes "github.com/moby/moby/api/types/container"
@@ -20,6 +21,7 @@ type fakeBackend struct {
 	images     map[string]Image
 	containers map[string]*containertypes.Config
 	runs       [][]string // argv and env of each RUN
+	runHealth  [][]string // the healthcheck test of each RUN's container
 	history    map[string]string
 	parents    map[string]string
 	removed    []string
@@ -60,6 +62,9 @@ func (f *fakeBackend) Create(_ context.Context, cfg *containertypes.Config, _ *c
 func (f *fakeBackend) Run(_ context.Context, id string, w io.Writer) (int, error) {
 	c := f.containers[id]
 	f.runs = append(f.runs, append(slices.Clone(c.Cmd), c.Env...))
+	if c.Healthcheck != nil {
+		f.runHealth = append(f.runHealth, c.Healthcheck.Test)
+	}
 	last := c.Cmd[len(c.Cmd)-1]
 	var code int
 	if _, err := fmt.Sscanf(last, "exit %d", &code); err == nil {
@@ -284,5 +289,20 @@ func TestCache(t *testing.T) {
 	}
 	if _, out, err := build(t, f, df, func(r *Request) { r.NoCache = true }); err != nil || len(f.runs) != 3 || strings.Contains(out.text.String(), "Using cache") {
 		t.Errorf("NoCache: %d runs, %v", len(f.runs), err)
+	}
+}
+
+// A step's container runs no probes; the image keeps its HEALTHCHECK.
+func TestStepsNotProbed(t *testing.T) {
+	f := newFake()
+	img, _, err := build(t, f, "FROM base\nHEALTHCHECK --interval=5s CMD true\nRUN echo hi\n", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.runHealth) != 1 || !slices.Equal(f.runHealth[0], []string{"NONE"}) {
+		t.Errorf("the RUN container's healthcheck: %q", f.runHealth)
+	}
+	if h := img.Config.Healthcheck; h == nil || !slices.Equal(h.Test, []string{"CMD-SHELL", "true"}) || h.Interval != 5*time.Second {
+		t.Errorf("the image's healthcheck: %+v", h)
 	}
 }

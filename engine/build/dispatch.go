@@ -202,6 +202,9 @@ func (b *builder) create(ctx context.Context, cmd []string, run bool) (string, e
 	cfg.Cmd = cmd
 	cfg.Entrypoint = []string{}
 	cfg.OnBuild = nil
+	// A step is not probed: the image keeps its healthcheck (the commit
+	// takes the stage's config), its containers run none.
+	cfg.Healthcheck = &containertypes.HealthConfig{Test: []string{"NONE"}}
 	hc := &containertypes.HostConfig{}
 	if run {
 		hc.NetworkMode = containertypes.NetworkMode(b.req.NetworkMode)
