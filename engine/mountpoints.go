@@ -6,6 +6,7 @@ import (
 	"fmt"
 	eventtypes "github.com/moby/moby/api/types/events"
 	"maps"
+	"os"
 	"path"
 	"slices"
 	"strings"
@@ -55,7 +56,14 @@ func (e *Engine) containerMounts(cfg *containertypes.Config, hc *containertypes.
 			if err != nil {
 				return err
 			}
-			mp.Name, mp.Source, mp.Driver = v.Name, v.Mountpoint, localDriver
+			mp.Name, mp.Source, mp.Driver = v.Name, v.Source(), localDriver
+			if src := v.Source(); src != v.Mountpoint {
+				// A bind volume: its device must be a directory, as
+				// Docker's mount of it finds at start.
+				if fi, err := os.Stat(src); err != nil || !fi.IsDir() {
+					return errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("error while mounting volume '%s': failed to mount local volume: mount %s:%s, flags: 0x1000: no such file or directory", v.Mountpoint, src, v.Mountpoint))
+				}
+			}
 			if m.VolumeOptions == nil || !m.VolumeOptions.NoCopy {
 				cm.copyUp = append(cm.copyUp, mp)
 			}
@@ -105,7 +113,7 @@ func (e *Engine) containerMounts(cfg *containertypes.Config, hc *containertypes.
 // mountVolume is the volume m names, made if it does not exist (with m's
 // labels), or a new anonymous one when m names none.
 func (e *Engine) mountVolume(m mounttypes.Mount, cm *createdMounts) (*volume.Volume, error) {
-	var labels map[string]string
+	var labels, opts map[string]string
 	if o := m.VolumeOptions; o != nil {
 		if o.Subpath != "" {
 			return nil, errdefs.ErrNotImplemented.WithMessage(fmt.Sprintf("volume %s at %s: volume subpaths are not supported yet", m.Source, m.Target))
@@ -115,9 +123,10 @@ func (e *Engine) mountVolume(m mounttypes.Mount, cm *createdMounts) (*volume.Vol
 			if err := checkDriver(m.Source, o.DriverConfig.Name, o.DriverConfig.Options); err != nil {
 				return nil, err
 			}
+			opts = o.DriverConfig.Options
 		}
 	}
-	v, made, err := e.volumes.Create(m.Source, labels, m.Source == "")
+	v, made, err := e.volumes.CreateWithOptions(m.Source, labels, opts, m.Source == "")
 	if err != nil {
 		return nil, err
 	}

@@ -34,7 +34,7 @@ func (e *Engine) VolumeCreate(ctx context.Context, req volumetypes.CreateRequest
 	}
 	e.volMu.Lock()
 	defer e.volMu.Unlock()
-	v, made, err := e.volumes.Create(req.Name, req.Labels, req.Name == "")
+	v, made, err := e.volumes.CreateWithOptions(req.Name, req.Labels, req.DriverOpts, req.Name == "")
 	if err != nil {
 		return volumetypes.Volume{}, err
 	}
@@ -45,13 +45,14 @@ func (e *Engine) VolumeCreate(ctx context.Context, req volumetypes.CreateRequest
 }
 
 // checkDriver refuses what the local driver of hutch cannot do: other
-// drivers (Docker: no such plugin) and the local driver's mount options.
+// drivers (Docker: no such plugin) and the local driver's mount options
+// other than a bind (volume.CheckOptions).
 func checkDriver(name, driver string, opts map[string]string) error {
 	if driver != "" && driver != localDriver {
 		return errdefs.ErrNotFound.WithMessage(fmt.Sprintf("create %s: error looking up volume plugin %s: plugin %q not found", name, driver, driver))
 	}
-	if len(opts) > 0 {
-		return errdefs.ErrNotImplemented.WithMessage(fmt.Sprintf("create %s: options of the local volume driver (type, device, o) are not supported yet", name))
+	if err := volume.CheckOptions(opts); err != nil {
+		return fmt.Errorf("create %s: %w", name, err)
 	}
 	return nil
 }
@@ -213,6 +214,7 @@ func apiVolume(v *volume.Volume) volumetypes.Volume {
 		Mountpoint: v.Mountpoint,
 		CreatedAt:  v.CreatedAt.Format(time.RFC3339),
 		Labels:     labels,
+		Options:    v.Options,
 		Scope:      "local",
 	}
 }

@@ -189,3 +189,54 @@ func TestSystemDFAndPrune(t *testing.T) {
 		t.Errorf("volumes after system prune: %q", out)
 	}
 }
+
+// TestBindVolume: the local driver's bind options (compose's driver_opts
+// type: none, o: bind, device: …) make a named volume of a host
+// directory; other types are refused.
+func TestBindVolume(t *testing.T) {
+	d, ref := pulled(t)
+	host := t.TempDir()
+	if err := os.WriteFile(filepath.Join(host, "f"), []byte("from the host\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dockerOK(t, d, "volume", "create", "-o", "type=none", "-o", "o=bind", "-o", "device="+host, "bv")
+	if got := dockerOK(t, d, "volume", "inspect", "--format", "{{.Options.type}} {{.Options.o}} {{.Options.device}}", "bv"); got != "none bind "+host {
+		t.Errorf("volume inspect options = %q", got)
+	}
+	if got := dockerOK(t, d, "run", "--rm", "-v", "bv:/data", ref, "sh", "-c", "cat /data/f; echo from the container > /data/g"); got != "from the host" {
+		t.Errorf("the container reads %q", got)
+	}
+	if b, err := os.ReadFile(filepath.Join(host, "g")); err != nil || string(b) != "from the container\n" {
+		t.Errorf("the host dir got %q, %v", b, err)
+	}
+	// --mount with volume options makes one too.
+	if got := dockerOK(t, d, "run", "--rm", "--mount", "type=volume,source=bv2,target=/data,volume-opt=type=none,volume-opt=o=bind,volume-opt=device="+host, ref, "cat", "/data/g"); got != "from the container" {
+		t.Errorf("--mount with volume-opt reads %q", got)
+	}
+	// Removing the volumes leaves the directory alone.
+	dockerOK(t, d, "volume", "rm", "bv", "bv2")
+	if entries, _ := os.ReadDir(host); len(entries) != 2 {
+		t.Errorf("the host dir after volume rm: %v", entries)
+	}
+	// A missing device fails the container, not the volume's creation.
+	dockerOK(t, d, "volume", "create", "-o", "type=none", "-o", "o=bind", "-o", "device="+filepath.Join(host, "nope"), "missing")
+	if out, err := d.Docker(t, "run", "--rm", "-v", "missing:/data", ref, "true"); err == nil || !strings.Contains(out, "no such file or directory") {
+		t.Errorf("run with a missing device: %v\n%s", err, out)
+	}
+	for opts, want := range map[string]string{
+		"type=tmpfs":             "only binds of a directory",
+		"foo=bar":                `invalid option: "foo"`,
+		"o=bind,device=relative": "must be an absolute path",
+	} {
+		args := []string{"volume", "create"}
+		for _, o := range strings.Split(opts, ",") {
+			args = append(args, "-o", o)
+		}
+		if out, err := d.Docker(t, append(args, "x")...); err == nil || !strings.Contains(out, want) {
+			t.Errorf("volume create %s: %v, %q", opts, err, out)
+		}
+	}
+	if ps := dockerOK(t, d, "ps", "-aq"); ps != "" {
+		t.Errorf("containers left: %q", ps)
+	}
+}

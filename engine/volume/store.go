@@ -27,8 +27,57 @@ type Volume struct {
 	// Anonymous volumes are made for one container (-v /path, the
 	// image's VOLUME) and go with it on `docker rm -v` and --rm.
 	Anonymous bool `json:",omitempty"`
-	// Mountpoint is the directory containers mount (not stored).
+	// Options are the local driver's (type, o, device): only a bind of a
+	// directory (type none, o bind) is supported (see CheckOptions).
+	Options map[string]string `json:",omitempty"`
+	// Mountpoint is the volume's own directory (not stored).
 	Mountpoint string `json:"-"`
+}
+
+// Source is the directory containers mount: the bound device of a bind
+// volume, else the volume's own directory.
+func (v *Volume) Source() string {
+	if dev := v.Options["device"]; dev != "" && isBind(v.Options) {
+		return dev
+	}
+	return v.Mountpoint
+}
+
+// isBind tells whether local driver options ask for a bind (o holds
+// "bind" or "rbind").
+func isBind(opts map[string]string) bool {
+	for _, o := range strings.Split(opts["o"], ",") {
+		if o == "bind" || o == "rbind" {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckOptions accepts the local driver's options hutch can honour: a
+// bind of an existing host directory (type none or empty, o bind or
+// rbind, device absolute), as compose's driver_opts bind a project
+// directory. Unknown keys are invalid (Docker's words); other types
+// (tmpfs, nfs, devices) need mounts of their own: not implemented.
+func CheckOptions(opts map[string]string) error {
+	if len(opts) == 0 {
+		return nil
+	}
+	for k := range opts {
+		switch k {
+		case "type", "o", "device", "size", "copy":
+		default:
+			return errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid option: %q", k))
+		}
+	}
+	if t := opts["type"]; (t != "" && t != "none") || !isBind(opts) {
+		return errdefs.ErrNotImplemented.WithMessage(fmt.Sprintf("local volume options type=%q o=%q: only binds of a directory (type=none, o=bind, device=/path) are supported", opts["type"], opts["o"]))
+	}
+	dev := opts["device"]
+	if dev == "" || !filepath.IsAbs(dev) {
+		return errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("local volume bind: device %q must be an absolute path", dev))
+	}
+	return nil
 }
 
 // Store keeps volumes under one root directory.
@@ -96,6 +145,15 @@ func notFound(name string) error {
 // it as it is (created false), as Docker does. An empty name makes an
 // anonymous volume with a random one.
 func (s *Store) Create(name string, labels map[string]string, anonymous bool) (v *Volume, created bool, err error) {
+	return s.CreateWithOptions(name, labels, nil, anonymous)
+}
+
+// CreateWithOptions is Create with the local driver's options (checked
+// by CheckOptions first).
+func (s *Store) CreateWithOptions(name string, labels, opts map[string]string, anonymous bool) (v *Volume, created bool, err error) {
+	if err := CheckOptions(opts); err != nil {
+		return nil, false, err
+	}
 	if name == "" {
 		b := make([]byte, 32)
 		rand.Read(b)
@@ -116,7 +174,7 @@ func (s *Store) Create(name string, labels map[string]string, anonymous bool) (v
 	if err := os.Mkdir(filepath.Join(tmp, dataDir), 0o755); err != nil {
 		return nil, false, err
 	}
-	v = &Volume{Name: name, CreatedAt: time.Now().UTC().Truncate(time.Second), Labels: labels, Anonymous: anonymous}
+	v = &Volume{Name: name, CreatedAt: time.Now().UTC().Truncate(time.Second), Labels: labels, Anonymous: anonymous, Options: opts}
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, false, err

@@ -124,3 +124,44 @@ func TestStoreOpenClears(t *testing.T) {
 		t.Errorf("List = %v, %v", list, err)
 	}
 }
+
+func TestBindOptions(t *testing.T) {
+	for _, tc := range []struct {
+		opts map[string]string
+		want string // "" ok, else part of the error
+	}{
+		{nil, ""},
+		{map[string]string{"type": "none", "o": "bind", "device": "/srv/data"}, ""},
+		{map[string]string{"o": "ro,rbind", "device": "/srv/data"}, ""},
+		{map[string]string{"type": "tmpfs", "device": "tmpfs"}, "only binds"},
+		{map[string]string{"type": "nfs", "o": "addr=1.2.3.4", "device": ":/x"}, "only binds"},
+		{map[string]string{"type": "none", "o": "bind", "device": "rel"}, "absolute"},
+		{map[string]string{"type": "none", "o": "bind"}, "absolute"},
+		{map[string]string{"colour": "red"}, `invalid option: "colour"`},
+	} {
+		err := CheckOptions(tc.opts)
+		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("CheckOptions(%v) = %v, want %q", tc.opts, err, tc.want)
+		}
+	}
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _, err := s.CreateWithOptions("bv", nil, map[string]string{"type": "none", "o": "bind", "device": "/srv/data"}, false)
+	if err != nil || v.Source() != "/srv/data" {
+		t.Fatalf("bind volume: %+v, %v", v, err)
+	}
+	if got, err := s.Get("bv"); err != nil || got.Source() != "/srv/data" || got.Options["o"] != "bind" {
+		t.Errorf("Get of the bind volume = %+v, %v", got, err)
+	}
+	plain, _, _ := s.Create("plain", nil, false)
+	if plain.Source() != plain.Mountpoint {
+		t.Errorf("plain volume source %q", plain.Source())
+	}
+	if _, _, err := s.CreateWithOptions("tv", nil, map[string]string{"type": "tmpfs"}, false); err == nil {
+		t.Error("a tmpfs volume was made")
+	} else if _, err := s.Get("tv"); err == nil {
+		t.Error("the refused volume exists")
+	}
+}
