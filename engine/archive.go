@@ -60,12 +60,7 @@ type ExtractRequest struct {
 // path, not following a final symlink (its LinkTarget says where it
 // leads). A missing file is errdefs.ErrNotFound with Docker's message.
 func (e *Engine) ContainerStatPath(ctx context.Context, ref, p string) (containertypes.PathStat, error) {
-	return e.statPath(ctx, ref, p, false)
-}
-
-// statPath is ContainerStatPath, in the rootfs only with rootfsOnly.
-func (e *Engine) statPath(ctx context.Context, ref, p string, rootfsOnly bool) (containertypes.PathStat, error) {
-	t, err := e.openCpTarget(ctx, ref, p, rootfsOnly)
+	t, err := e.openCpTarget(ctx, ref, p, false)
 	if err != nil {
 		return containertypes.PathStat{}, err
 	}

@@ -22,7 +22,6 @@ import (
 	"github.com/hutch-engine/hutch/engine/spec"
 	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
 	containertypes "github.com/moby/moby/api/types/container"
-	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/api/types/registry"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
@@ -172,25 +171,7 @@ func containerConfigOf(img *dockerspec.DockerOCIImage) containertypes.Config {
 	if img == nil {
 		return containertypes.Config{}
 	}
-	c := img.Config
-	out := containertypes.Config{
-		User: c.User, Env: c.Env, Entrypoint: c.Entrypoint, Cmd: c.Cmd,
-		Volumes: c.Volumes, WorkingDir: c.WorkingDir, Labels: c.Labels,
-		StopSignal: c.StopSignal, OnBuild: c.OnBuild, Shell: c.Shell,
-	}
-	if h := c.Healthcheck; h != nil {
-		out.Healthcheck = &containertypes.HealthConfig{Test: h.Test, Interval: h.Interval, Timeout: h.Timeout,
-			StartPeriod: h.StartPeriod, StartInterval: h.StartInterval, Retries: h.Retries}
-	}
-	for p := range c.ExposedPorts {
-		if port, err := network.ParsePort(p); err == nil {
-			if out.ExposedPorts == nil {
-				out.ExposedPorts = network.PortSet{}
-			}
-			out.ExposedPorts[port] = struct{}{}
-		}
-	}
-	return out
+	return spec.ImageConfig(&img.Config)
 }
 
 func (b buildBackend) Create(ctx context.Context, cfg *containertypes.Config, hc *containertypes.HostConfig) (string, error) {
@@ -232,16 +213,24 @@ func (b buildBackend) Run(ctx context.Context, id string, w io.Writer) (int, err
 }
 
 func (b buildBackend) Stat(ctx context.Context, id, p string) (bool, bool, error) {
-	if _, err := b.e.statPath(ctx, id, strings.TrimSuffix(p, "/")+"/", true); err == nil {
-		return true, true, nil
-	}
-	_, err := b.e.statPath(ctx, id, p, true)
-	if errdefs.IsNotFound(err) {
-		return false, false, nil
-	}
+	t, err := b.e.openCpTarget(ctx, id, p, true)
 	if err != nil {
 		return false, false, err
 	}
+	defer t.close()
+	// Followed as a directory first (symlinks included), else as is.
+	if ent, _, err := t.root.stat(strings.TrimSuffix(t.abs, "/") + "/"); err == nil {
+		ent.close()
+		return true, true, nil
+	}
+	ent, _, err := t.root.stat(t.abs)
+	if err != nil {
+		if err = fileError(err, p, id); errdefs.IsNotFound(err) {
+			return false, false, nil
+		}
+		return false, false, err
+	}
+	ent.close()
 	return true, false, nil
 }
 

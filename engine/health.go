@@ -108,12 +108,9 @@ func probeCommand(c *container.Container, test []string) ([]string, error) {
 	return nil, fmt.Errorf("unknown healthcheck test %q", test)
 }
 
-// startHealth begins the probes of c's run that started at startedAt.
-func (e *Engine) startHealth(c *container.Container, startedAt time.Time) {
-	hc := probeConfig(c)
-	if hc == nil {
-		return
-	}
+// startHealth begins the probes (hc, from probeConfig) of c's run that
+// started at startedAt.
+func (e *Engine) startHealth(c *container.Container, hc *containertypes.HealthConfig, startedAt time.Time) {
 	ctx, cancel := context.WithCancel(context.Background())
 	e.health.mu.Lock()
 	if e.health.stops == nil {

@@ -128,12 +128,12 @@ func (e *Engine) ContainerStart(ctx context.Context, ref string) error {
 		return err
 	}
 	startedAt := time.Now().UTC()
-	probed := probeConfig(c) != nil
+	probe := probeConfig(c)
 	if err := e.containers.Update(ctx, c.ID, func(c *container.Container) error {
 		if err := c.State.SetRunning(client.Pid(), startedAt); err != nil {
 			return err
 		}
-		if probed {
+		if probe != nil {
 			c.State.Health = startingHealth(c.State.Health)
 		}
 		return nil
@@ -144,9 +144,9 @@ func (e *Engine) ContainerStart(ctx context.Context, ref string) error {
 	}
 	e.runEvents(c, true)
 	e.containerEvent(c, eventtypes.ActionStart, nil)
-	if probed {
+	if probe != nil {
 		// Before the monitor, whose stopHealth must come after it.
-		e.startHealth(c, startedAt)
+		e.startHealth(c, probe, startedAt)
 	}
 	e.monitors.Add(1)
 	go e.monitor(c.ID, client)

@@ -23,6 +23,7 @@ import (
 
 	"github.com/containerd/errdefs"
 	"github.com/hutch-engine/hutch/engine/build/buildctx"
+	"github.com/hutch-engine/hutch/engine/container"
 	"github.com/moby/buildkit/frontend/dockerfile/instructions"
 	"github.com/moby/buildkit/frontend/dockerfile/parser"
 	"github.com/moby/buildkit/frontend/dockerfile/shell"
@@ -256,11 +257,7 @@ func (b *builder) unusedArgs() string {
 }
 
 func shortID(id string) string {
-	id = strings.TrimPrefix(id, "sha256:")
-	if len(id) > 12 {
-		return id[:12]
-	}
-	return id
+	return container.ShortID(strings.TrimPrefix(id, "sha256:"))
 }
 
 // copyOutput sends a container's output to the build's stream, line by

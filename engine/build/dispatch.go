@@ -96,11 +96,8 @@ func (b *builder) dispatch(ctx context.Context, c instructions.Command) error {
 		return b.commitConfig(ctx, text, func(cfg *containertypes.Config) { cfg.StopSignal = c.Signal })
 	case *instructions.HealthCheckCommand:
 		return b.commitConfig(ctx, text, func(cfg *containertypes.Config) {
-			h := c.Health
-			cfg.Healthcheck = &containertypes.HealthConfig{
-				Test: h.Test, Interval: h.Interval, Timeout: h.Timeout,
-				StartPeriod: h.StartPeriod, StartInterval: h.StartInterval, Retries: h.Retries,
-			}
+			h := *c.Health
+			cfg.Healthcheck = &h
 		})
 	case *instructions.ShellCommand:
 		return b.commitConfig(ctx, text, func(cfg *containertypes.Config) { cfg.Shell = c.Shell })

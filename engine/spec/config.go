@@ -54,6 +54,20 @@ func MergeConfig(req *container.Config, img *dockerspec.DockerOCIImageConfig) (*
 	return &c, nil
 }
 
+// ImageConfig is an image's config as a container's: what MergeConfig
+// takes from the image, and the fields only images pass on (ONBUILD,
+// SHELL). The builder starts each stage from it.
+func ImageConfig(img *dockerspec.DockerOCIImageConfig) container.Config {
+	var c container.Config
+	if img == nil {
+		return c
+	}
+	mergeImage(&c, img)
+	c.OnBuild = slices.Clone(img.OnBuild)
+	c.Shell = slices.Clone(img.Shell)
+	return c
+}
+
 func mergeImage(c *container.Config, img *dockerspec.DockerOCIImageConfig) {
 	if c.User == "" {
 		c.User = img.User
