@@ -113,6 +113,7 @@ func (e *Engine) Close() error {
 	}
 	e.drainRootfsPool(true)
 	e.waitRootfsRemovals()
+	e.containers.Close()
 	return nil
 }
 

@@ -166,6 +166,11 @@ func TestInitLayer(t *testing.T) {
 			if err := syscall.Stat(upper, &after); err != nil || after.Ino != before.Ino {
 				t.Errorf("pristine layer made anew (inode %d, was %d, %v)", after.Ino, before.Ino, err)
 			}
+			// overlay's work/work is left for the next mount to make, so
+			// that its deletion is not on that mount's path.
+			if _, err := os.Lstat(filepath.Join(filepath.Dir(upper), "work", "work")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("work/work after a reset: %v", err)
+			}
 			if root, err = s.MountRootfs(ctx, id); err != nil {
 				t.Fatal(err)
 			}

@@ -62,6 +62,8 @@ type Store struct {
 	byID    map[string]*entry
 	names   map[string]string // "/name" → id, including names being created
 	skipped []LoadError
+
+	trash sync.WaitGroup // directories of deleted records being removed
 }
 
 // entry is one container in memory. rec and data are replaced, never

@@ -471,6 +471,7 @@ func TestDelete(t *testing.T) {
 		t.Fatalf("second Delete: %v", err)
 	}
 	mustCreate(t, s, newContainer("web", nil))
+	s.Close() // the deleted record's directory is removed in the background
 	ents, _ := os.ReadDir(root)
 	if len(ents) != 2 {
 		t.Fatalf("%d entries in root, want 2", len(ents))

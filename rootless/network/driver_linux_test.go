@@ -208,6 +208,10 @@ func TestDriverLifecycle(t *testing.T) {
 		if veth.Attrs().MasterIndex != br.Attrs().Index || veth.Attrs().MTU != enet.MTU {
 			t.Errorf("veth master %d mtu %d", veth.Attrs().MasterIndex, veth.Attrs().MTU)
 		}
+		// One queue each way, asked for at creation (link_linux.go).
+		if a := veth.Attrs(); a.NumTxQueues != 1 || a.NumRxQueues != 1 {
+			t.Errorf("veth has %d tx and %d rx queues, want 1 and 1", a.NumTxQueues, a.NumRxQueues)
+		}
 		if b, _ := os.ReadFile("/proc/sys/net/ipv4/ip_forward"); strings.TrimSpace(string(b)) != "1" {
 			t.Errorf("ip_forward %q", b)
 		}
