@@ -6,13 +6,14 @@ import (
 )
 
 // BenchmarkLifecycle is the record side of docker run --rm: create, start,
-// exit, mark for removal, delete (each change durable on disk).
+// exit, mark for removal, delete.
 func BenchmarkLifecycle(b *testing.B) {
 	ctx := context.Background()
 	s, err := NewStore(b.TempDir(), WithLogger(quiet()))
 	if err != nil {
 		b.Fatal(err)
 	}
+	b.Cleanup(s.Close)
 	for b.Loop() {
 		c := sampleContainer()
 		c.ID, c.Name = "", ""

@@ -40,6 +40,7 @@ func openStore(t *testing.T, root string) *Store {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(s.Close) // before the TempDir's removal: deletions end first
 	return s
 }
 
