@@ -30,6 +30,7 @@ func Main(args []string) error {
 
 // call answers one request of the shim.
 func call() error {
+	warm(wire.RuntimeFD)
 	req, files, err := wire.RecvRuntimeRequest(wire.RuntimeFD)
 	if errors.Is(err, io.EOF) {
 		return nil // a warm shim that was never used
