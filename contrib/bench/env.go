@@ -92,7 +92,7 @@ func (e *env) close() {
 	} else {
 		progress("bench: scratch directory %s not removed (-work or -keep)", e.dir)
 	}
-	// The removals freed some 120 000 inodes. ext4 without a journal
+	// The removals free some 120 000 inodes. ext4 without a journal
 	// passes over a freed inode when it allocates for six minutes while
 	// its inode table is unwritten, one minute once written: whatever
 	// runs next, another bench's pull above all, pays for it.
