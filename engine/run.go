@@ -26,10 +26,12 @@ import (
 // runs tracks the shims of running containers and the attach requests
 // that arrived before their container started (docker run attaches first).
 type runs struct {
-	mu       sync.Mutex
-	shims    map[string]*shim.Client
-	pending  map[string][]*pendingAttach
-	starting map[string]bool
+	mu      sync.Mutex
+	shims   map[string]*shim.Client
+	pending map[string][]*pendingAttach
+	// starting has a channel for each start under way, closed when it
+	// ends.
+	starting map[string]chan struct{}
 }
 
 type pendingAttach struct {
@@ -45,13 +47,35 @@ type attachResult struct {
 }
 
 func newRuns() *runs {
-	return &runs{shims: map[string]*shim.Client{}, pending: map[string][]*pendingAttach{}, starting: map[string]bool{}}
+	return &runs{shims: map[string]*shim.Client{}, pending: map[string][]*pendingAttach{}, starting: map[string]chan struct{}{}}
 }
 
 func (r *runs) client(id string) *shim.Client {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.shims[id]
+}
+
+// afterStart returns c as it is once a start of it under way has ended,
+// c itself when none is. A signal or a stop that comes during a start
+// waits for it, as Docker's wait for the container's lock: the process's
+// first output reaches an attached client before the start is recorded,
+// and docker run's signal proxy forwards a Ctrl-C at once. Answered from
+// the record as it was, the container was "not running" and the signal
+// lost.
+func (e *Engine) afterStart(ctx context.Context, c *container.Container) (*container.Container, error) {
+	e.runs.mu.Lock()
+	started := e.runs.starting[c.ID]
+	e.runs.mu.Unlock()
+	if started == nil {
+		return c, nil
+	}
+	select {
+	case <-started:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return e.containers.Get(ctx, c.ID)
 }
 
 // ContainerStart starts a created or stopped container. A running one is
@@ -65,16 +89,18 @@ func (e *Engine) ContainerStart(ctx context.Context, ref string) error {
 		return err
 	}
 	e.runs.mu.Lock()
-	if e.runs.starting[c.ID] {
+	if e.runs.starting[c.ID] != nil {
 		e.runs.mu.Unlock()
 		return errdefs.ErrConflict.WithMessage(fmt.Sprintf("container %s is already being started", c.ID[:12]))
 	}
-	e.runs.starting[c.ID] = true
+	started := make(chan struct{})
+	e.runs.starting[c.ID] = started
 	e.runs.mu.Unlock()
 	defer func() {
 		e.runs.mu.Lock()
 		delete(e.runs.starting, c.ID)
 		e.runs.mu.Unlock()
+		close(started)
 	}()
 
 	endQueue := e.phase("start/queue", c.ID)
@@ -344,6 +370,9 @@ func (e *Engine) ContainerStop(ctx context.Context, ref string, req StopRequest)
 	if err != nil {
 		return err
 	}
+	if c, err = e.afterStart(ctx, c); err != nil {
+		return err
+	}
 	if err := c.State.CheckStop(); err != nil {
 		return err
 	}
@@ -433,6 +462,9 @@ func (e *Engine) ContainerKill(ctx context.Context, ref, signal string) error {
 		if sig, err = ParseSignal(signal); err != nil {
 			return err
 		}
+	}
+	if c, err = e.afterStart(ctx, c); err != nil {
+		return err
 	}
 	if err := c.State.CheckKill(c.ID); err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -113,6 +114,71 @@ func TestInteractiveStdin(t *testing.T) {
 			t.Errorf("stdout %q stderr %q err %v", so.String(), se.String(), err)
 		}
 	})
+}
+
+// A signal sent as soon as a container's first output arrives, while its
+// start may still be under way, reaches the process: docker run's signal
+// proxy forwards a Ctrl-C at once, and Docker's kill waits for the start
+// to end. Answered from the record as it was, hutch's said "not running"
+// and the signal was lost: TestSignals' Ctrl-C hung about 1 run in 30 on
+// a busy machine. Ten containers at a time keep the engine busy, which
+// widens the moment between a process's first output and its start's
+// record.
+func TestKillDuringStart(t *testing.T) {
+	d, ref := pulled(t)
+	c := d.Client(t)
+	ctx := context.Background()
+	one := func(i int) error {
+		cr, err := c.ContainerCreate(ctx, client.ContainerCreateOptions{Config: &containertypes.Config{
+			Image: ref, Cmd: []string{"sh", "-c", `trap "exit 9" INT; echo ready; while :; do sleep 0.1; done`}, AttachStdout: true,
+		}})
+		if err != nil {
+			return err
+		}
+		defer c.ContainerRemove(context.WithoutCancel(ctx), cr.ID, client.ContainerRemoveOptions{Force: true})
+		att, err := c.ContainerAttach(ctx, cr.ID, client.ContainerAttachOptions{Stream: true, Stdout: true})
+		if err != nil {
+			return err
+		}
+		defer att.Close()
+		wait := c.ContainerWait(ctx, cr.ID, client.ContainerWaitOptions{Condition: containertypes.WaitConditionNextExit})
+		started := make(chan error, 1)
+		go func() {
+			_, err := c.ContainerStart(ctx, cr.ID, client.ContainerStartOptions{})
+			started <- err
+		}()
+		if _, err := att.Reader.Read(make([]byte, 1)); err != nil {
+			return fmt.Errorf("container %d: no output: %w", i, err)
+		}
+		if _, err := c.ContainerKill(ctx, cr.ID, client.ContainerKillOptions{Signal: "INT"}); err != nil {
+			return fmt.Errorf("container %d: SIGINT at its first output: %w", i, err)
+		}
+		if err := <-started; err != nil {
+			return fmt.Errorf("container %d: start: %w", i, err)
+		}
+		select {
+		case res := <-wait.Result:
+			if res.StatusCode != 9 {
+				return fmt.Errorf("container %d: exit status %d, want 9 (the trap of SIGINT)", i, res.StatusCode)
+			}
+		case err := <-wait.Error:
+			return err
+		case <-time.After(30 * time.Second):
+			return fmt.Errorf("container %d: the SIGINT did not end it", i)
+		}
+		return nil
+	}
+	for round := range 3 {
+		errs := make(chan error, 10)
+		for i := range 10 {
+			go func() { errs <- one(round*10 + i) }()
+		}
+		for range 10 {
+			if err := <-errs; err != nil {
+				t.Error(err)
+			}
+		}
+	}
 }
 
 // ptySession is the docker CLI on a pseudo-terminal, as in a terminal
