@@ -326,6 +326,17 @@ func (e *Engine) ContainerRemove(ctx context.Context, ref string, req RemoveRequ
 	if err != nil {
 		return err
 	}
+	// A removal during a start would release the rootfs and the network
+	// under the shim being started: it waits for the start, and no other
+	// begins until it ends.
+	endHold, err := e.holdStarts(ctx, c.ID)
+	if err != nil {
+		return err
+	}
+	defer endHold()
+	if c, err = e.containers.Get(ctx, c.ID); err != nil {
+		return err
+	}
 	if err := e.containers.Update(ctx, c.ID, func(c *container.Container) error {
 		return c.State.SetRemoving(ref, req.Force)
 	}); err != nil {

@@ -30,8 +30,10 @@ type runs struct {
 	shims   map[string]*shim.Client
 	pending map[string][]*pendingAttach
 	// starting has a channel for each start under way, closed when it
-	// ends.
+	// ends; removing counts the removals under way, which no start may
+	// overlap.
 	starting map[string]chan struct{}
+	removing map[string]int
 }
 
 type pendingAttach struct {
@@ -47,7 +49,7 @@ type attachResult struct {
 }
 
 func newRuns() *runs {
-	return &runs{shims: map[string]*shim.Client{}, pending: map[string][]*pendingAttach{}, starting: map[string]chan struct{}{}}
+	return &runs{shims: map[string]*shim.Client{}, pending: map[string][]*pendingAttach{}, starting: map[string]chan struct{}{}, removing: map[string]int{}}
 }
 
 func (r *runs) client(id string) *shim.Client {
@@ -56,26 +58,52 @@ func (r *runs) client(id string) *shim.Client {
 	return r.shims[id]
 }
 
-// afterStart returns c as it is once a start of it under way has ended,
-// c itself when none is. A signal or a stop that comes during a start
+// holdStarts waits for a start of id under way to end, and keeps other
+// starts of id out until end is called.
+func (e *Engine) holdStarts(ctx context.Context, id string) (end func(), err error) {
+	for {
+		e.runs.mu.Lock()
+		started := e.runs.starting[id]
+		if started == nil {
+			e.runs.removing[id]++
+			e.runs.mu.Unlock()
+			return func() {
+				e.runs.mu.Lock()
+				if e.runs.removing[id]--; e.runs.removing[id] <= 0 {
+					delete(e.runs.removing, id)
+				}
+				e.runs.mu.Unlock()
+			}, nil
+		}
+		e.runs.mu.Unlock()
+		select {
+		case <-started:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// afterStart reads container id once a start of it under way has ended,
+// at once when none is. A signal or a stop that comes during a start
 // waits for it, as Docker's wait for the container's lock: the process's
 // first output reaches an attached client before the start is recorded,
 // and docker run's signal proxy forwards a Ctrl-C at once. Answered from
 // the record as it was, the container was "not running" and the signal
-// lost.
-func (e *Engine) afterStart(ctx context.Context, c *container.Container) (*container.Container, error) {
+// lost. The record is read after the look for a start: read before, it
+// can be from before a start that ended since.
+func (e *Engine) afterStart(ctx context.Context, id string) (*container.Container, error) {
 	e.runs.mu.Lock()
-	started := e.runs.starting[c.ID]
+	started := e.runs.starting[id]
 	e.runs.mu.Unlock()
-	if started == nil {
-		return c, nil
+	if started != nil {
+		select {
+		case <-started:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
-	select {
-	case <-started:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	return e.containers.Get(ctx, c.ID)
+	return e.containers.Get(ctx, id)
 }
 
 // ContainerStart starts a created or stopped container. A running one is
@@ -92,6 +120,10 @@ func (e *Engine) ContainerStart(ctx context.Context, ref string) error {
 	if e.runs.starting[c.ID] != nil {
 		e.runs.mu.Unlock()
 		return errdefs.ErrConflict.WithMessage(fmt.Sprintf("container %s is already being started", c.ID[:12]))
+	}
+	if e.runs.removing[c.ID] > 0 {
+		e.runs.mu.Unlock()
+		return container.State{Status: c.State.Status, Removing: true}.CheckStart()
 	}
 	started := make(chan struct{})
 	e.runs.starting[c.ID] = started
@@ -370,7 +402,7 @@ func (e *Engine) ContainerStop(ctx context.Context, ref string, req StopRequest)
 	if err != nil {
 		return err
 	}
-	if c, err = e.afterStart(ctx, c); err != nil {
+	if c, err = e.afterStart(ctx, c.ID); err != nil {
 		return err
 	}
 	if err := c.State.CheckStop(); err != nil {
@@ -463,7 +495,7 @@ func (e *Engine) ContainerKill(ctx context.Context, ref, signal string) error {
 			return err
 		}
 	}
-	if c, err = e.afterStart(ctx, c); err != nil {
+	if c, err = e.afterStart(ctx, c.ID); err != nil {
 		return err
 	}
 	if err := c.State.CheckKill(c.ID); err != nil {

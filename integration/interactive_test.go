@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -168,17 +169,77 @@ func TestKillDuringStart(t *testing.T) {
 		}
 		return nil
 	}
-	for round := range 3 {
-		errs := make(chan error, 10)
-		for i := range 10 {
-			go func() { errs <- one(round*10 + i) }()
+	// docker rm -f at the first output: the start ends first, then the
+	// container is killed and removed, with nothing of it left running.
+	removeAtOutput := func(i int) error {
+		marker := fmt.Sprintf("kill-during-start-%d", i)
+		cr, err := c.ContainerCreate(ctx, client.ContainerCreateOptions{Config: &containertypes.Config{
+			Image: ref, Cmd: []string{"sh", "-c", `echo ready; while :; do sleep 0.1; done`, marker}, AttachStdout: true,
+		}})
+		if err != nil {
+			return err
 		}
-		for range 10 {
-			if err := <-errs; err != nil {
-				t.Error(err)
+		att, err := c.ContainerAttach(ctx, cr.ID, client.ContainerAttachOptions{Stream: true, Stdout: true})
+		if err != nil {
+			return err
+		}
+		defer att.Close()
+		started := make(chan error, 1)
+		go func() {
+			_, err := c.ContainerStart(ctx, cr.ID, client.ContainerStartOptions{})
+			started <- err
+		}()
+		if _, err := att.Reader.Read(make([]byte, 1)); err != nil {
+			return fmt.Errorf("container %d: no output: %w", i, err)
+		}
+		if len(processesWith(marker)) == 0 {
+			return fmt.Errorf("container %d: its shell is not to be found in /proc", i)
+		}
+		if _, err := c.ContainerRemove(ctx, cr.ID, client.ContainerRemoveOptions{Force: true}); err != nil {
+			return fmt.Errorf("container %d: rm -f at its first output: %w", i, err)
+		}
+		if err := <-started; err != nil {
+			return fmt.Errorf("container %d: start, with rm -f at its first output: %w", i, err)
+		}
+		if _, err := c.ContainerInspect(ctx, cr.ID, client.ContainerInspectOptions{}); !errdefs.IsNotFound(err) {
+			return fmt.Errorf("container %d after rm -f: %v", i, err)
+		}
+		if pids := processesWith(marker); len(pids) > 0 {
+			return fmt.Errorf("container %d: its processes %v outlived rm -f", i, pids)
+		}
+		return nil
+	}
+	for _, f := range []func(int) error{one, removeAtOutput} {
+		for round := range 3 {
+			errs := make(chan error, 10)
+			for i := range 10 {
+				go func() { errs <- f(round*10 + i) }()
+			}
+			for range 10 {
+				if err := <-errs; err != nil {
+					t.Error(err)
+				}
 			}
 		}
 	}
+}
+
+// processesWith returns the pids of the processes whose command line has
+// word as an argument.
+func processesWith(word string) []int {
+	var pids []int
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + d.Name() + "/cmdline")
+		if err == nil && slices.Contains(strings.Split(string(b), "\x00"), word) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // ptySession is the docker CLI on a pseudo-terminal, as in a terminal
