@@ -107,8 +107,15 @@ func startDaemon(t testing.TB, args ...string) *daemon {
 
 func startDaemonEnv(t testing.TB, env []string, socket string, args ...string) *daemon {
 	t.Helper()
+	return startDaemonCmd(t, env, socket, exec.Command(hutchBin(t), append([]string{"daemon"}, args...)...))
+}
+
+// startDaemonCmd starts cmd, which runs hutch daemon (through a wrapper,
+// for example), as startDaemonEnv does.
+func startDaemonCmd(t testing.TB, env []string, socket string, cmd *exec.Cmd) *daemon {
+	t.Helper()
 	d := &daemon{t: t, env: env, Socket: socket, log: &syncBuffer{}, done: make(chan struct{})}
-	d.cmd = exec.Command(hutchBin(t), append([]string{"daemon"}, args...)...)
+	d.cmd = cmd
 	d.cmd.Env = env
 	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
 	if err := d.cmd.Start(); err != nil {

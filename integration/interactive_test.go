@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -115,6 +116,63 @@ func TestInteractiveStdin(t *testing.T) {
 			t.Errorf("stdout %q stderr %q err %v", so.String(), se.String(), err)
 		}
 	})
+}
+
+// A daemon started with SIGHUP and SIGINT ignored (nohup; `hutch daemon &`
+// in a script ignores SIGINT) does not hand them down to its containers:
+// a shell cannot trap a signal ignored when it started, and an ignored
+// SIGINT is a lost Ctrl-C. Before, both stayed ignored through the shim,
+// hutch-runtime and the init (TestSignals' trap of SIGHUP failed under
+// nohup).
+func TestIgnoredSignalsNotInherited(t *testing.T) {
+	ref := busybox(t)
+	env, rt, data := daemonEnv(t)
+	d := startDaemonCmd(t, env, filepath.Join(rt, "hutch.sock"),
+		exec.Command("sh", "-c", `trap "" HUP INT; exec "$0" daemon`, hutchBin(t)))
+	d.Runtime, d.Data = rt, data
+	if out, err := d.Docker(t, "pull", "-q", ref); err != nil {
+		t.Fatalf("docker pull: %v\n%s", err, out)
+	}
+	const hupInt = 1<<(syscall.SIGHUP-1) | 1<<(syscall.SIGINT-1)
+	ignored := func(status string) uint64 {
+		for _, line := range strings.Split(status, "\n") {
+			if v, ok := strings.CutPrefix(line, "SigIgn:"); ok {
+				n, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+				if err != nil {
+					t.Fatalf("%q: %v", line, err)
+				}
+				return n
+			}
+		}
+		t.Fatalf("no SigIgn in %q", status)
+		return 0
+	}
+	// The engine, hutch-ns's child, started before hutch-ns catches
+	// signals to forward them, and so with both still ignored.
+	kids, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", d.cmd.Process.Pid, d.cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	engineIgnores := uint64(0)
+	for _, pid := range strings.Fields(string(kids)) {
+		if b, err := os.ReadFile("/proc/" + pid + "/status"); err == nil {
+			engineIgnores |= ignored(string(b))
+		}
+	}
+	if engineIgnores&(1<<(syscall.SIGHUP-1)) == 0 {
+		t.Fatalf("hutch-ns's children ignore %#x, not SIGHUP: the test's set-up failed", engineIgnores)
+	}
+	if ign := ignored(docker(t, d, "run", "--rm", ref, "cat", "/proc/self/status")); ign&hupInt != 0 {
+		t.Errorf("a container's process ignores %#x", ign)
+	}
+	if out := docker(t, d, "run", "--rm", ref, "sh", "-c", `trap "echo got HUP" HUP; trap "echo got INT" INT; kill -HUP $$; kill -INT $$; echo after`); out != "got HUP\ngot INT\nafter" {
+		t.Errorf("traps in a container: %q", out)
+	}
+	id := docker(t, d, "run", "-d", ref, "sleep", "100")
+	if ign := ignored(docker(t, d, "exec", id, "cat", "/proc/self/status")); ign&hupInt != 0 {
+		t.Errorf("an exec'd process ignores %#x", ign)
+	}
+	docker(t, d, "rm", "-f", id)
 }
 
 // A signal sent as soon as a container's first output arrives, while its

@@ -27,6 +27,7 @@ func init() {
 		// The init lives for a few milliseconds before it execs the
 		// container's command: a collection would be work thrown away.
 		debug.SetGCPercent(-1)
+		oci.DefaultSignals()
 		libcontainer.Init()
 	}
 }
