@@ -14,12 +14,12 @@ import (
 //
 // An ignored signal stays ignored across execve, and Go's runtime keeps
 // those two ignored in every process it starts when they were ignored at
-// its own start: a daemon started with nohup, or with `&` from a script
-// (which ignores SIGINT), handed them down through the shim and
-// hutch-runtime to every container. There a shell cannot trap a signal
-// ignored when it started (POSIX), Python installs no KeyboardInterrupt,
-// and docker run's Ctrl-C is lost. Docker's containers do not see how
-// the daemon was started either: under systemd nothing is ignored.
+// its own start (unless it catches them itself): a daemon started with
+// nohup handed SIGHUP down through the shim and hutch-runtime to every
+// container, where a shell cannot trap a signal ignored when it started
+// (POSIX). An ignored SIGINT would be a lost Ctrl-C, and no
+// KeyboardInterrupt in Python. Docker's containers do not see how the
+// daemon was started either: under systemd nothing is ignored.
 func DefaultSignals() {
 	for _, sig := range []unix.Signal{unix.SIGHUP, unix.SIGINT} {
 		var old kernelSigaction
