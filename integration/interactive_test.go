@@ -187,29 +187,39 @@ func TestKillDuringStart(t *testing.T) {
 	d, ref := pulled(t)
 	c := d.Client(t)
 	ctx := context.Background()
-	one := func(i int) error {
+	// begin creates a container of sh -c script (marker its $0), starts it
+	// attached, in the background, and returns at its first output, with
+	// the start's result to come.
+	begin := func(script, marker string) (id string, started <-chan error, err error) {
 		cr, err := c.ContainerCreate(ctx, client.ContainerCreateOptions{Config: &containertypes.Config{
-			Image: ref, Cmd: []string{"sh", "-c", `trap "exit 9" INT; echo ready; while :; do sleep 0.1; done`}, AttachStdout: true,
+			Image: ref, Cmd: []string{"sh", "-c", script, marker}, AttachStdout: true,
 		}})
 		if err != nil {
-			return err
+			return "", nil, err
 		}
-		defer c.ContainerRemove(context.WithoutCancel(ctx), cr.ID, client.ContainerRemoveOptions{Force: true})
+		t.Cleanup(func() { c.ContainerRemove(ctx, cr.ID, client.ContainerRemoveOptions{Force: true}) })
 		att, err := c.ContainerAttach(ctx, cr.ID, client.ContainerAttachOptions{Stream: true, Stdout: true})
 		if err != nil {
-			return err
+			return "", nil, err
 		}
-		defer att.Close()
-		wait := c.ContainerWait(ctx, cr.ID, client.ContainerWaitOptions{Condition: containertypes.WaitConditionNextExit})
-		started := make(chan error, 1)
+		t.Cleanup(att.Close)
+		result := make(chan error, 1)
 		go func() {
 			_, err := c.ContainerStart(ctx, cr.ID, client.ContainerStartOptions{})
-			started <- err
+			result <- err
 		}()
 		if _, err := att.Reader.Read(make([]byte, 1)); err != nil {
-			return fmt.Errorf("container %d: no output: %w", i, err)
+			return "", nil, fmt.Errorf("no output: %w", err)
 		}
-		if _, err := c.ContainerKill(ctx, cr.ID, client.ContainerKillOptions{Signal: "INT"}); err != nil {
+		return cr.ID, result, nil
+	}
+	one := func(i int) error {
+		id, started, err := begin(`trap "exit 9" INT; echo ready; while :; do sleep 0.1; done`, "sh")
+		if err != nil {
+			return fmt.Errorf("container %d: %w", i, err)
+		}
+		wait := c.ContainerWait(ctx, id, client.ContainerWaitOptions{Condition: containertypes.WaitConditionNextExit})
+		if _, err := c.ContainerKill(ctx, id, client.ContainerKillOptions{Signal: "INT"}); err != nil {
 			return fmt.Errorf("container %d: SIGINT at its first output: %w", i, err)
 		}
 		if err := <-started; err != nil {
@@ -231,35 +241,20 @@ func TestKillDuringStart(t *testing.T) {
 	// container is killed and removed, with nothing of it left running.
 	removeAtOutput := func(i int) error {
 		marker := fmt.Sprintf("kill-during-start-%d", i)
-		cr, err := c.ContainerCreate(ctx, client.ContainerCreateOptions{Config: &containertypes.Config{
-			Image: ref, Cmd: []string{"sh", "-c", `echo ready; while :; do sleep 0.1; done`, marker}, AttachStdout: true,
-		}})
+		id, started, err := begin(`echo ready; while :; do sleep 0.1; done`, marker)
 		if err != nil {
-			return err
-		}
-		att, err := c.ContainerAttach(ctx, cr.ID, client.ContainerAttachOptions{Stream: true, Stdout: true})
-		if err != nil {
-			return err
-		}
-		defer att.Close()
-		started := make(chan error, 1)
-		go func() {
-			_, err := c.ContainerStart(ctx, cr.ID, client.ContainerStartOptions{})
-			started <- err
-		}()
-		if _, err := att.Reader.Read(make([]byte, 1)); err != nil {
-			return fmt.Errorf("container %d: no output: %w", i, err)
+			return fmt.Errorf("container %d: %w", i, err)
 		}
 		if len(processesWith(marker)) == 0 {
 			return fmt.Errorf("container %d: its shell is not to be found in /proc", i)
 		}
-		if _, err := c.ContainerRemove(ctx, cr.ID, client.ContainerRemoveOptions{Force: true}); err != nil {
+		if _, err := c.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true}); err != nil {
 			return fmt.Errorf("container %d: rm -f at its first output: %w", i, err)
 		}
 		if err := <-started; err != nil {
 			return fmt.Errorf("container %d: start, with rm -f at its first output: %w", i, err)
 		}
-		if _, err := c.ContainerInspect(ctx, cr.ID, client.ContainerInspectOptions{}); !errdefs.IsNotFound(err) {
+		if _, err := c.ContainerInspect(ctx, id, client.ContainerInspectOptions{}); !errdefs.IsNotFound(err) {
 			return fmt.Errorf("container %d after rm -f: %v", i, err)
 		}
 		if pids := processesWith(marker); len(pids) > 0 {
