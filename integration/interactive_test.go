@@ -702,8 +702,14 @@ func TestSignals(t *testing.T) {
 		t.Fatalf("%q %v", line, err)
 	}
 	cmd.Process.Signal(syscall.SIGINT)
+	// A lost signal leaves the CLI waiting for ever: it is killed after a
+	// while, and the test fails instead of hanging.
+	lost := time.AfterFunc(30*time.Second, func() { cmd.Process.Kill() })
 	rest, _ := io.ReadAll(br)
 	err = cmd.Wait()
+	if !lost.Stop() {
+		t.Fatalf("SIGINT to docker run: the container did not end within 30 s (output %q)", rest)
+	}
 	var ee *exec.ExitError
 	if string(rest) != "got INT\n" || !errors.As(err, &ee) || ee.ExitCode() != 9 {
 		t.Errorf("after SIGINT: %q %v", rest, err)
