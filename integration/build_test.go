@@ -140,6 +140,12 @@ COPY . /ctx/
 	if ps := lines(must(t, d, "ps", "-aq", "--filter", "status=exited")); len(ps) != 1 {
 		t.Errorf("failed step's container: %q, want one", ps)
 	}
+	if got := lines(must(t, d, "images", "-aq")); len(got) != len(imagesBefore)+1 {
+		t.Errorf("images after the failed build: %q (before: %q), want one more, the ENV step's", got, imagesBefore)
+	}
+	if out, err := d.Docker(t, "image", "inspect", "bad:1"); err == nil {
+		t.Errorf("a failed build tagged bad:1:\n%s", out)
+	}
 	// Its image (the ENV step's) stays with it, as in Docker.
 	must(t, d, "container", "prune", "-f")
 	imagesBefore = lines(must(t, d, "images", "-aq"))
