@@ -198,7 +198,7 @@ func commitEngine(t *testing.T) (*Engine, *commitStore, *container.Container, *c
 	if err := cs.Update(ctx, made[1].ID, func(c *container.Container) error { return c.State.SetRunning(1, time.Now()) }); err != nil {
 		t.Fatal(err)
 	}
-	return &Engine{images: store, containers: cs, log: slog.New(slog.DiscardHandler)}, store, made[0], made[1]
+	return &Engine{images: store, containers: cs, runs: newRuns(), log: slog.New(slog.DiscardHandler)}, store, made[0], made[1]
 }
 
 func TestContainerCommit(t *testing.T) {

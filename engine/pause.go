@@ -37,6 +37,9 @@ func (e *Engine) freeze(ctx context.Context, ref string, pause bool) error {
 	if err != nil {
 		return err
 	}
+	if c, err = e.afterStart(ctx, c.ID); err != nil {
+		return err
+	}
 	if pause {
 		err = c.State.CheckPause(c.ID)
 	} else {

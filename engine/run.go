@@ -85,13 +85,13 @@ func (e *Engine) holdStarts(ctx context.Context, id string) (end func(), err err
 }
 
 // afterStart reads container id once a start of it under way has ended,
-// at once when none is. A signal or a stop that comes during a start
-// waits for it, as Docker's wait for the container's lock: the process's
-// first output reaches an attached client before the start is recorded,
-// and docker run's signal proxy forwards a Ctrl-C at once. Answered from
-// the record as it was, the container was "not running" and the signal
-// lost. The record is read after the look for a start: read before, it
-// can be from before a start that ended since.
+// at once when none is. A signal, a stop, a restart or a pause that comes
+// during a start waits for it, as Docker's wait for the container's lock:
+// the process's first output reaches an attached client before the start
+// is recorded, and docker run's signal proxy forwards a Ctrl-C at once.
+// Answered from the record as it was, the container was "not running" and
+// the signal lost. The record is read after the look for a start: read
+// before, it can be from before a start that ended since.
 func (e *Engine) afterStart(ctx context.Context, id string) (*container.Container, error) {
 	e.runs.mu.Lock()
 	started := e.runs.starting[id]
@@ -521,6 +521,9 @@ func (e *Engine) ContainerKill(ctx context.Context, ref, signal string) error {
 func (e *Engine) ContainerRestart(ctx context.Context, ref string, req StopRequest) error {
 	c, err := e.containers.Get(ctx, ref)
 	if err != nil {
+		return err
+	}
+	if c, err = e.afterStart(ctx, c.ID); err != nil {
 		return err
 	}
 	if err := c.State.CheckRestart(); err != nil {

@@ -149,14 +149,19 @@ func TestIgnoredSignalsNotInherited(t *testing.T) {
 	}
 	// The engine, hutch-ns's child, started before hutch-ns catches
 	// signals to forward them, and so with both still ignored.
-	kids, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", d.cmd.Process.Pid, d.cmd.Process.Pid))
-	if err != nil {
-		t.Fatal(err)
+	// Each thread lists the children it started: Go starts a process from
+	// whichever thread runs the goroutine.
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", d.cmd.Process.Pid))
+	if err != nil || len(tasks) == 0 {
+		t.Fatalf("hutch-ns's threads: %v %v", tasks, err)
 	}
 	engineIgnores := uint64(0)
-	for _, pid := range strings.Fields(string(kids)) {
-		if b, err := os.ReadFile("/proc/" + pid + "/status"); err == nil {
-			engineIgnores |= ignored(string(b))
+	for _, task := range tasks {
+		kids, _ := os.ReadFile(task)
+		for _, pid := range strings.Fields(string(kids)) {
+			if b, err := os.ReadFile("/proc/" + pid + "/status"); err == nil {
+				engineIgnores |= ignored(string(b))
+			}
 		}
 	}
 	if engineIgnores&(1<<(syscall.SIGHUP-1)) == 0 {
