@@ -126,7 +126,7 @@ func (e *Engine) mountVolume(m mounttypes.Mount, cm *createdMounts) (*volume.Vol
 			opts = o.DriverConfig.Options
 		}
 	}
-	v, made, err := e.volumes.CreateWithOptions(m.Source, labels, opts, m.Source == "")
+	v, made, err := e.volumes.Create(m.Source, labels, opts, m.Source == "")
 	if err != nil {
 		return nil, err
 	}

@@ -34,7 +34,7 @@ func (e *Engine) VolumeCreate(ctx context.Context, req volumetypes.CreateRequest
 	}
 	e.volMu.Lock()
 	defer e.volMu.Unlock()
-	v, made, err := e.volumes.CreateWithOptions(req.Name, req.Labels, req.DriverOpts, req.Name == "")
+	v, made, err := e.volumes.Create(req.Name, req.Labels, req.DriverOpts, req.Name == "")
 	if err != nil {
 		return volumetypes.Volume{}, err
 	}

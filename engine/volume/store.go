@@ -141,16 +141,11 @@ func notFound(name string) error {
 	return errdefs.ErrNotFound.WithMessage(fmt.Sprintf("get %s: no such volume", name))
 }
 
-// Create makes the volume name with labels, or, when it exists, returns
-// it as it is (created false), as Docker does. An empty name makes an
+// Create makes the volume name with labels and the local driver's
+// options (checked by CheckOptions first), or, when it exists, returns it
+// as it is (created false), as Docker does. An empty name makes an
 // anonymous volume with a random one.
-func (s *Store) Create(name string, labels map[string]string, anonymous bool) (v *Volume, created bool, err error) {
-	return s.CreateWithOptions(name, labels, nil, anonymous)
-}
-
-// CreateWithOptions is Create with the local driver's options (checked
-// by CheckOptions first).
-func (s *Store) CreateWithOptions(name string, labels, opts map[string]string, anonymous bool) (v *Volume, created bool, err error) {
+func (s *Store) Create(name string, labels, opts map[string]string, anonymous bool) (v *Volume, created bool, err error) {
 	if err := CheckOptions(opts); err != nil {
 		return nil, false, err
 	}

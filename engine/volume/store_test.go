@@ -17,7 +17,7 @@ func TestStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, made, err := s.Create("data", map[string]string{"a": "b"}, false)
+	v, made, err := s.Create("data", map[string]string{"a": "b"}, nil, false)
 	if err != nil || !made {
 		t.Fatalf("Create = %v, %v", made, err)
 	}
@@ -28,11 +28,11 @@ func TestStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A second create of the name gives the volume as it is.
-	again, made, err := s.Create("data", map[string]string{"other": ""}, false)
+	again, made, err := s.Create("data", map[string]string{"other": ""}, nil, false)
 	if err != nil || made || !maps.Equal(again.Labels, map[string]string{"a": "b"}) {
 		t.Errorf("second Create = %+v, %v, %v", again, made, err)
 	}
-	anon, _, err := s.Create("", nil, true)
+	anon, _, err := s.Create("", nil, nil, true)
 	if err != nil || len(anon.Name) != 64 || !anon.Anonymous {
 		t.Fatalf("anonymous Create = %+v, %v", anon, err)
 	}
@@ -83,7 +83,7 @@ func TestStoreNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"a", "-x", "_x", ".x", "a/b", "../x", "a b", "a:b", "é1"} {
-		if _, _, err := s.Create(name, nil, false); !errdefs.IsInvalidArgument(err) || !strings.Contains(err.Error(), "includes invalid characters for a local volume name") {
+		if _, _, err := s.Create(name, nil, nil, false); !errdefs.IsInvalidArgument(err) || !strings.Contains(err.Error(), "includes invalid characters for a local volume name") {
 			t.Errorf("Create(%q) = %v, want invalid argument", name, err)
 		}
 		if _, err := s.Get(name); !errdefs.IsNotFound(err) {
@@ -94,7 +94,7 @@ func TestStoreNames(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"ab", "A1", "my_vol.1-x", "0a"} {
-		if _, _, err := s.Create(name, nil, false); err != nil {
+		if _, _, err := s.Create(name, nil, nil, false); err != nil {
 			t.Errorf("Create(%q) = %v", name, err)
 		}
 	}
@@ -148,18 +148,18 @@ func TestBindOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, _, err := s.CreateWithOptions("bv", nil, map[string]string{"type": "none", "o": "bind", "device": "/srv/data"}, false)
+	v, _, err := s.Create("bv", nil, map[string]string{"type": "none", "o": "bind", "device": "/srv/data"}, false)
 	if err != nil || v.Source() != "/srv/data" {
 		t.Fatalf("bind volume: %+v, %v", v, err)
 	}
 	if got, err := s.Get("bv"); err != nil || got.Source() != "/srv/data" || got.Options["o"] != "bind" {
 		t.Errorf("Get of the bind volume = %+v, %v", got, err)
 	}
-	plain, _, _ := s.Create("plain", nil, false)
+	plain, _, _ := s.Create("plain", nil, nil, false)
 	if plain.Source() != plain.Mountpoint {
 		t.Errorf("plain volume source %q", plain.Source())
 	}
-	if _, _, err := s.CreateWithOptions("tv", nil, map[string]string{"type": "tmpfs"}, false); err == nil {
+	if _, _, err := s.Create("tv", nil, map[string]string{"type": "tmpfs"}, false); err == nil {
 		t.Error("a tmpfs volume was made")
 	} else if _, err := s.Get("tv"); err == nil {
 		t.Error("the refused volume exists")
