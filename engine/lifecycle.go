@@ -47,9 +47,13 @@ func (e *Engine) reconcile(ctx context.Context) error {
 	}
 	for id, client := range adopt {
 		e.adoptJoin(ctx, id)
+		e.adoptVolumes(ctx, id)
 		e.runs.shims[id] = client
 		e.monitors.Add(1)
 		go e.monitor(id, client)
+	}
+	if err := e.volumes.UnmountUnused(); err != nil {
+		e.log.Warn("unmounting unused volumes", "err", err)
 	}
 	e.sweepOrphans(ctx, adopt)
 	e.sweepRootfs(ctx)
@@ -60,6 +64,21 @@ func (e *Engine) reconcile(ctx context.Context) error {
 		e.log.Info("reconciled containers", "adopted", len(adopt), "exited", len(rep.Exited), "lost", len(rep.Lost), "removed", len(rep.Removed), "dead", len(rep.Dead))
 	}
 	return nil
+}
+
+// adoptVolumes counts, for an adopted container, the tmpfs volumes it has
+// mounted, so that its exit lets go of them.
+func (e *Engine) adoptVolumes(ctx context.Context, id string) {
+	c, err := e.containers.Get(ctx, id)
+	if err != nil {
+		return
+	}
+	release, err := e.acquireVolumes(c)
+	if err != nil {
+		e.log.Warn("volumes of an adopted container", "container", id, "err", err)
+		return
+	}
+	e.runs.volumes[id] = release
 }
 
 // adoptJoin restores, for an adopted container that shares another's

@@ -64,7 +64,9 @@ func (e *Engine) containerMounts(cfg *containertypes.Config, hc *containertypes.
 					return errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("error while mounting volume '%s': failed to mount local volume: mount %s:%s, flags: 0x1000: no such file or directory", v.Mountpoint, src, v.Mountpoint))
 				}
 			}
-			if m.VolumeOptions == nil || !m.VolumeOptions.NoCopy {
+			// A tmpfs volume is not filled: Docker's copy goes into a
+			// mount made for it and gone with it.
+			if (m.VolumeOptions == nil || !m.VolumeOptions.NoCopy) && !v.Tmpfs() {
 				cm.copyUp = append(cm.copyUp, mp)
 			}
 		case mounttypes.TypeTmpfs:
@@ -154,6 +156,39 @@ func (e *Engine) fillVolumes(ctx context.Context, rootfsID string, mps []contain
 		}
 	}
 	return nil
+}
+
+// acquireVolumes mounts the tmpfs volumes of c that no running container
+// has mounted (volume.Store.Acquire); the release it returns lets go of
+// them, once. On error nothing stays acquired.
+func (e *Engine) acquireVolumes(c *container.Container) (release func(), err error) {
+	var held []*volume.Volume
+	release = func() {
+		for _, v := range held {
+			if err := e.volumes.Release(v); err != nil {
+				e.log.Warn("releasing a volume", "container", c.ID, "volume", v.Name, "err", err)
+			}
+		}
+		held = nil
+	}
+	for _, mp := range c.Mounts {
+		if mp.Type != mounttypes.TypeVolume {
+			continue
+		}
+		v, err := e.volumes.Get(mp.Name)
+		if err != nil {
+			release()
+			return nil, err
+		}
+		if err := e.volumes.Acquire(v); err != nil {
+			release()
+			return nil, err
+		}
+		if v.Tmpfs() {
+			held = append(held, v)
+		}
+	}
+	return release, nil
 }
 
 // volumeDirs are c's volume directories by destination, for the spec.

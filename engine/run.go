@@ -34,6 +34,8 @@ type runs struct {
 	// overlap.
 	starting map[string]chan struct{}
 	removing map[string]int
+	// volumes lets go of the tmpfs volumes a running container mounted.
+	volumes map[string]func()
 }
 
 type pendingAttach struct {
@@ -49,7 +51,19 @@ type attachResult struct {
 }
 
 func newRuns() *runs {
-	return &runs{shims: map[string]*shim.Client{}, pending: map[string][]*pendingAttach{}, starting: map[string]chan struct{}{}, removing: map[string]int{}}
+	return &runs{shims: map[string]*shim.Client{}, pending: map[string][]*pendingAttach{}, starting: map[string]chan struct{}{}, removing: map[string]int{}, volumes: map[string]func(){}}
+}
+
+// releaseVolumes lets go of the tmpfs volumes container id's run
+// mounted, if it has not yet.
+func (e *Engine) releaseVolumes(id string) {
+	e.runs.mu.Lock()
+	release := e.runs.volumes[id]
+	delete(e.runs.volumes, id)
+	e.runs.mu.Unlock()
+	if release != nil {
+		release()
+	}
 }
 
 func (r *runs) client(id string) *shim.Client {
@@ -183,6 +197,7 @@ func (e *Engine) ContainerStart(ctx context.Context, ref string) error {
 	if err != nil {
 		client.Kill(context.WithoutCancel(ctx), syscall.SIGKILL)
 		e.detachNetwork(context.WithoutCancel(ctx), c.ID, "")
+		e.releaseVolumes(c.ID)
 		return err
 	}
 	startedAt := time.Now().UTC()
@@ -198,6 +213,7 @@ func (e *Engine) ContainerStart(ctx context.Context, ref string) error {
 	}); err != nil {
 		client.Kill(context.WithoutCancel(ctx), syscall.SIGKILL)
 		e.detachNetwork(context.WithoutCancel(ctx), c.ID, "")
+		e.releaseVolumes(c.ID)
 		return err
 	}
 	e.runEvents(c, true)
@@ -235,6 +251,15 @@ func (e *Engine) startShim(ctx context.Context, c *container.Container) (*shim.C
 	defer func() {
 		if !ok {
 			e.images.UnmountRootfs(context.WithoutCancel(ctx), c.Runtime.RootfsID)
+		}
+	}()
+	releaseVolumes, err := e.acquireVolumes(c)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if !ok {
+			releaseVolumes()
 		}
 	}()
 	endNet := e.phase("start/network", c.ID)
@@ -316,6 +341,9 @@ func (e *Engine) startShim(ctx context.Context, c *container.Container) (*shim.C
 		return nil, err
 	}
 	ok = true
+	e.runs.mu.Lock()
+	e.runs.volumes[c.ID] = releaseVolumes
+	e.runs.mu.Unlock()
 	return client, nil
 }
 
@@ -333,6 +361,7 @@ func (e *Engine) monitor(id string, client *shim.Client) {
 	delete(e.runs.shims, id)
 	e.runs.mu.Unlock()
 	e.stopHealth(id)
+	e.releaseVolumes(id)
 	c, err := e.containers.Get(ctx, id)
 	if err != nil {
 		e.log.Error("recording exit", "container", id, "err", err)

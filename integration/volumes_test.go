@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Named volumes: docker volume create, inspect, ls and rm, data kept from
@@ -224,7 +225,8 @@ func TestBindVolume(t *testing.T) {
 		t.Errorf("run with a missing device: %v\n%s", err, out)
 	}
 	for opts, want := range map[string]string{
-		"type=tmpfs":             "only binds of a directory",
+		"type=tmpfs":             `missing required option: "device"`,
+		"type=nfs,device=:/x":    "only binds of a directory",
 		"foo=bar":                `invalid option: "foo"`,
 		"o=bind,device=relative": "must be an absolute path",
 	} {
@@ -238,5 +240,73 @@ func TestBindVolume(t *testing.T) {
 	}
 	if ps := dockerOK(t, d, "ps", "-aq"); ps != "" {
 		t.Errorf("containers left: %q", ps)
+	}
+}
+
+// A local volume of type tmpfs (compose's driver_opts type: tmpfs) is a
+// tmpfs with its options while containers use it, shared by those that
+// run at once, and empty again once the last of them stops, as with
+// Docker's local driver.
+func TestTmpfsVolume(t *testing.T) {
+	d, ref := pulled(t)
+	dockerOK(t, d, "volume", "create", "-o", "type=tmpfs", "-o", "device=tmpfs", "-o", "o=size=2m,mode=0750,nodev", "tv")
+	if got := dockerOK(t, d, "volume", "inspect", "--format", "{{.Driver}} {{.Options.type}} {{.Options.device}} {{.Options.o}}", "tv"); got != "local tmpfs tmpfs size=2m,mode=0750,nodev" {
+		t.Errorf("volume inspect = %q", got)
+	}
+	dockerOK(t, d, "run", "-d", "--name", "writer", "-v", "tv:/data", ref, "sh", "-c", "echo one > /data/f; sleep 300")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if out, err := d.Docker(t, "exec", "writer", "cat", "/data/f"); err == nil && strings.TrimSpace(out) == "one" {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the writer's file: %v, %q", err, out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// A second container shares the mount while the first runs.
+	out := dockerOK(t, d, "run", "--rm", "-v", "tv:/data", ref, "sh", "-c",
+		`cat /data/f; grep " /data " /proc/mounts; stat -c %a /data; dd if=/dev/zero of=/data/big bs=1024 count=4096 2>&1; ls /data`)
+	for _, want := range []string{"one\n", "tmpfs /data tmpfs ", "size=2048k", "nodev", "\n750\n", "No space left on device"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the second container's view lacks %q:\n%s", want, out)
+		}
+	}
+	// The last user gone, the files went with the tmpfs.
+	dockerOK(t, d, "rm", "-f", "writer")
+	if got := dockerOK(t, d, "run", "--rm", "-v", "tv:/data", ref, "sh", "-c", "ls -A /data; grep -c ' /data tmpfs ' /proc/mounts"); got != "1" {
+		t.Errorf("after the last container: %q, want an empty tmpfs", got)
+	}
+	// --mount with volume options makes one too; docker restart remounts.
+	dockerOK(t, d, "run", "-d", "--name", "mt", "--mount", "type=volume,source=tv2,target=/d,volume-opt=type=tmpfs,volume-opt=device=tmpfs,volume-opt=o=size=1m", ref, "sh", "-c", "ls /d; touch /d/x; grep ' /d ' /proc/mounts; sleep 300")
+	dockerOK(t, d, "restart", "-t", "0", "mt")
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		logs, _ := d.Docker(t, "logs", "mt")
+		if strings.Count(logs, "size=1024k") == 2 {
+			if strings.Contains(logs, "x\n") {
+				t.Errorf("the restarted container found the first run's file:\n%s", logs)
+			}
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("logs of mt: %q", logs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	dockerOK(t, d, "rm", "-f", "mt")
+	// A word tmpfs does not take is refused at create, and makes nothing.
+	if out, err := d.Docker(t, "volume", "create", "-o", "type=tmpfs", "-o", "device=tmpfs", "-o", "o=sise=1m", "typo"); err == nil || !strings.Contains(out, `invalid tmpfs volume option "sise=1m"`) {
+		t.Errorf("volume create with o=sise=1m: %v, %q", err, out)
+	}
+	// A value the kernel refuses fails the start, and leaves no mount.
+	dockerOK(t, d, "volume", "create", "-o", "type=tmpfs", "-o", "device=tmpfs", "-o", "o=size=lots", "bad")
+	if out, err := d.Docker(t, "run", "--rm", "-v", "bad:/data", ref, "true"); err == nil || !strings.Contains(out, "error while mounting volume") {
+		t.Errorf("run with o=size=lots: %v, %q", err, out)
+	}
+	if ps := dockerOK(t, d, "ps", "-aq"); ps != "" {
+		t.Errorf("containers left: %q", ps)
+	}
+	dockerOK(t, d, "volume", "rm", "tv", "tv2", "bad")
+	if vols := dockerOK(t, d, "volume", "ls", "-q"); vols != "" {
+		t.Errorf("volumes left: %q", vols)
 	}
 }

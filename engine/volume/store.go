@@ -27,8 +27,8 @@ type Volume struct {
 	// Anonymous volumes are made for one container (-v /path, the
 	// image's VOLUME) and go with it on `docker rm -v` and --rm.
 	Anonymous bool `json:",omitempty"`
-	// Options are the local driver's (type, o, device): only a bind of a
-	// directory (type none, o bind) is supported (see CheckOptions).
+	// Options are the local driver's (type, o, device): a bind of a
+	// directory or a tmpfs (see CheckOptions).
 	Options map[string]string `json:",omitempty"`
 	// Mountpoint is the volume's own directory (not stored).
 	Mountpoint string `json:"-"`
@@ -57,8 +57,9 @@ func isBind(opts map[string]string) bool {
 // CheckOptions accepts the local driver's options hutch can honour: a
 // bind of an existing host directory (type none or empty, o bind or
 // rbind, device absolute), as compose's driver_opts bind a project
-// directory. Unknown keys are invalid (Docker's words); other types
-// (tmpfs, nfs, devices) need mounts of their own: not implemented.
+// directory, and a tmpfs (type tmpfs, any device, o its mount options),
+// mounted while containers use the volume. Unknown keys are invalid
+// (Docker's words); other types (nfs, cifs, devices) are not implemented.
 func CheckOptions(opts map[string]string) error {
 	if len(opts) == 0 {
 		return nil
@@ -70,8 +71,15 @@ func CheckOptions(opts map[string]string) error {
 			return errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid option: %q", k))
 		}
 	}
+	if opts["type"] == "tmpfs" {
+		if opts["device"] == "" {
+			return errdefs.ErrInvalidArgument.WithMessage(`missing required option: "device"`)
+		}
+		_, _, err := tmpfsOptions(opts["o"])
+		return err
+	}
 	if t := opts["type"]; (t != "" && t != "none") || !isBind(opts) {
-		return errdefs.ErrNotImplemented.WithMessage(fmt.Sprintf("local volume options type=%q o=%q: only binds of a directory (type=none, o=bind, device=/path) are supported", opts["type"], opts["o"]))
+		return errdefs.ErrNotImplemented.WithMessage(fmt.Sprintf("local volume options type=%q o=%q: only binds of a directory (type=none, o=bind, device=/path) and tmpfs (type=tmpfs, device=tmpfs) are supported", opts["type"], opts["o"]))
 	}
 	dev := opts["device"]
 	if dev == "" || !filepath.IsAbs(dev) {
@@ -84,6 +92,9 @@ func CheckOptions(opts map[string]string) error {
 type Store struct {
 	root string
 	mu   sync.Mutex // serialises Create and Remove
+
+	mountMu sync.Mutex
+	users   map[string]int // tmpfs volume name → containers using its mount
 }
 
 const (
@@ -112,7 +123,7 @@ func Open(root string) (*Store, error) {
 			}
 		}
 	}
-	return &Store{root: root}, nil
+	return &Store{root: root, users: map[string]int{}}, nil
 }
 
 // ValidName reports whether name is a valid local volume name, by

@@ -1,6 +1,7 @@
 package volume
 
 import (
+	"golang.org/x/sys/unix"
 	"maps"
 	"os"
 	"path/filepath"
@@ -125,7 +126,7 @@ func TestStoreOpenClears(t *testing.T) {
 	}
 }
 
-func TestBindOptions(t *testing.T) {
+func TestLocalOptions(t *testing.T) {
 	for _, tc := range []struct {
 		opts map[string]string
 		want string // "" ok, else part of the error
@@ -133,7 +134,11 @@ func TestBindOptions(t *testing.T) {
 		{nil, ""},
 		{map[string]string{"type": "none", "o": "bind", "device": "/srv/data"}, ""},
 		{map[string]string{"o": "ro,rbind", "device": "/srv/data"}, ""},
-		{map[string]string{"type": "tmpfs", "device": "tmpfs"}, "only binds"},
+		{map[string]string{"type": "tmpfs", "device": "tmpfs"}, ""},
+		{map[string]string{"type": "tmpfs", "device": "tmpfs", "o": "size=10m,mode=1770,uid=1000,nosuid,noexec"}, ""},
+		{map[string]string{"type": "tmpfs"}, `missing required option: "device"`},
+		{map[string]string{"type": "tmpfs", "device": "tmpfs", "o": "size=1m,bind"}, `invalid tmpfs volume option "bind"`},
+		{map[string]string{"type": "tmpfs", "device": "tmpfs", "o": "sise=1m"}, `invalid tmpfs volume option "sise=1m"`},
 		{map[string]string{"type": "nfs", "o": "addr=1.2.3.4", "device": ":/x"}, "only binds"},
 		{map[string]string{"type": "none", "o": "bind", "device": "rel"}, "absolute"},
 		{map[string]string{"type": "none", "o": "bind"}, "absolute"},
@@ -155,13 +160,36 @@ func TestBindOptions(t *testing.T) {
 	if got, err := s.Get("bv"); err != nil || got.Source() != "/srv/data" || got.Options["o"] != "bind" {
 		t.Errorf("Get of the bind volume = %+v, %v", got, err)
 	}
+	tv, _, err := s.Create("tv", nil, map[string]string{"type": "tmpfs", "device": "tmpfs", "o": "size=1m"}, false)
+	if err != nil || !tv.Tmpfs() || tv.Source() != tv.Mountpoint {
+		t.Errorf("tmpfs volume: %+v, %v", tv, err)
+	}
 	plain, _, _ := s.Create("plain", nil, nil, false)
 	if plain.Source() != plain.Mountpoint {
 		t.Errorf("plain volume source %q", plain.Source())
 	}
-	if _, _, err := s.Create("tv", nil, map[string]string{"type": "tmpfs"}, false); err == nil {
-		t.Error("a tmpfs volume was made")
-	} else if _, err := s.Get("tv"); err == nil {
+	if _, _, err := s.Create("nodev", nil, map[string]string{"type": "tmpfs"}, false); err == nil {
+		t.Error("a tmpfs volume without a device was made")
+	} else if _, err := s.Get("nodev"); err == nil {
 		t.Error("the refused volume exists")
+	}
+}
+
+func TestTmpfsOptions(t *testing.T) {
+	for _, tc := range []struct {
+		o     string
+		flags uintptr
+		data  string
+	}{
+		{"", 0, ""},
+		{"size=64m", 0, "size=64m"},
+		{"ro,nosuid,nodev,noexec,size=1m,mode=0700", unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC, "size=1m,mode=0700"},
+		{"ro,rw,uid=1000,gid=1000", 0, "uid=1000,gid=1000"},
+		{"noexec,exec,noatime,,nr_inodes=100", unix.MS_NOATIME, "nr_inodes=100"},
+	} {
+		flags, data, err := tmpfsOptions(tc.o)
+		if err != nil || flags != tc.flags || data != tc.data {
+			t.Errorf("tmpfsOptions(%q) = %#x, %q, %v; want %#x, %q", tc.o, flags, data, err, tc.flags, tc.data)
+		}
 	}
 }
