@@ -93,12 +93,12 @@ func (e *Engine) ContainerCreate(ctx context.Context, req CreateRequest) (contai
 	}
 	args := append(slices.Clone([]string(cfg.Entrypoint)), cfg.Cmd...)
 	c.Path, c.Args = args[0], args[1:]
-	if len(hc.Binds)+len(hc.Mounts)+len(cfg.Volumes) > 0 {
+	if len(hc.Binds)+len(hc.Mounts)+len(cfg.Volumes)+len(hc.VolumesFrom) > 0 {
 		// No volume it makes or mounts goes before its record is made.
 		e.volMu.Lock()
 		defer e.volMu.Unlock()
 	}
-	cm, err := e.containerMounts(cfg, hc)
+	cm, err := e.containerMounts(ctx, cfg, hc)
 	if err != nil {
 		return containertypes.CreateResponse{}, err
 	}
@@ -124,6 +124,7 @@ func (e *Engine) ContainerCreate(ctx context.Context, req CreateRequest) (contai
 		// Unix socket paths are limited to 108 bytes: keep this one short.
 		ShimSocket: filepath.Join(e.opts.StateDir, "s", id[:24]+".sock"),
 		ExitFile:   filepath.Join(dir, "exit.json"),
+		Inherited:  cm.inherited,
 	}
 	endRecord := e.phase("create/record", id)
 	err = e.containers.Create(ctx, c)

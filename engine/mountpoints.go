@@ -21,16 +21,18 @@ import (
 
 // createdMounts is what a container's create made of its mounts.
 type createdMounts struct {
-	points []containertypes.MountPoint // inspect's Mounts
-	made   []string                    // volumes made for it
-	copyUp []containertypes.MountPoint // volumes to fill from the image
+	points    []containertypes.MountPoint // inspect's Mounts
+	inherited []string                    // destinations --volumes-from gave
+	made      []string                    // volumes made for it
+	copyUp    []containertypes.MountPoint // volumes to fill from the image
 }
 
-// containerMounts resolves the binds, mounts and anonymous volumes
-// (Config.Volumes: the image's VOLUME and -v /path) of a new container into
-// the mount points its record keeps, making the volumes that do not exist
-// yet. On error it has removed what it made.
-func (e *Engine) containerMounts(cfg *containertypes.Config, hc *containertypes.HostConfig) (cm createdMounts, err error) {
+// containerMounts resolves the binds, mounts, the mount points of
+// --volumes-from and the anonymous volumes (Config.Volumes: the image's
+// VOLUME and -v /path) of a new container into the mount points its
+// record keeps, making the volumes that do not exist yet. On error it has
+// removed what it made.
+func (e *Engine) containerMounts(ctx context.Context, cfg *containertypes.Config, hc *containertypes.HostConfig) (cm createdMounts, err error) {
 	defer func() {
 		if err != nil {
 			e.removeVolumes(cm.made)
@@ -98,6 +100,19 @@ func (e *Engine) containerMounts(cfg *containertypes.Config, hc *containertypes.
 	for _, dst := range slices.Sorted(maps.Keys(hc.Tmpfs)) {
 		taken[path.Clean(dst)] = true
 	}
+	for _, raw := range hc.VolumesFrom {
+		points, err := e.volumesFrom(ctx, raw)
+		if err != nil {
+			return cm, err
+		}
+		for _, mp := range points {
+			if !taken[mp.Destination] {
+				taken[mp.Destination] = true
+				cm.points = append(cm.points, mp)
+				cm.inherited = append(cm.inherited, mp.Destination)
+			}
+		}
+	}
 	for _, dst := range slices.Sorted(maps.Keys(cfg.Volumes)) {
 		if !path.IsAbs(dst) || path.Clean(dst) == "/" {
 			return cm, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid volume %q: the mount point must be an absolute path other than /", dst))
@@ -110,6 +125,52 @@ func (e *Engine) containerMounts(cfg *containertypes.Config, hc *containertypes.
 		}
 	}
 	return cm, nil
+}
+
+// volumesFrom is one --volumes-from entry ("container[:ro|rw]"): the
+// volume and bind mount points of that container, as Docker copies them
+// (read-only with ro, else as they are there; tmpfs mounts are not
+// copied). The container need not run.
+func (e *Engine) volumesFrom(ctx context.Context, raw string) ([]containertypes.MountPoint, error) {
+	ref, mode, _ := strings.Cut(raw, ":")
+	if ref == "" {
+		return nil, errdefs.ErrInvalidArgument.WithMessage("volumes-from specification cannot be an empty string")
+	}
+	readOnly := false
+	for _, m := range strings.Split(mode, ",") {
+		switch m {
+		case "", "rw", "z", "Z": // z and Z relabel for SELinux, which hutch does not
+		case "ro":
+			readOnly = true
+		default:
+			return nil, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid mode: %s", mode))
+		}
+	}
+	src, err := e.containers.Get(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	var out []containertypes.MountPoint
+	for _, mp := range src.Mounts {
+		if mp.Type != mounttypes.TypeVolume && mp.Type != mounttypes.TypeBind {
+			continue
+		}
+		mp.RW = mp.RW && !readOnly
+		mp.Mode = ""
+		out = append(out, mp)
+	}
+	return out, nil
+}
+
+// inheritedMounts are c's mount points that --volumes-from copied.
+func inheritedMounts(c *container.Container) []containertypes.MountPoint {
+	var out []containertypes.MountPoint
+	for _, mp := range c.Mounts {
+		if slices.Contains(c.Runtime.Inherited, mp.Destination) {
+			out = append(out, mp)
+		}
+	}
+	return out
 }
 
 // mountVolume is the volume m names, made if it does not exist (with m's

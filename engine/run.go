@@ -290,6 +290,7 @@ func (e *Engine) startShim(ctx context.Context, c *container.Container) (*shim.C
 		NetNSPath:  att.NetNSPath,
 		EtcFiles:   etc,
 		Volumes:    volumeDirs(c),
+		Inherited:  inheritedMounts(c),
 		Rootless:   e.opts.Rootless,
 		SingleUID:  e.opts.IDMap == "single",
 		InitPath:   e.opts.InitBinary,

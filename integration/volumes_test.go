@@ -310,3 +310,73 @@ func TestTmpfsVolume(t *testing.T) {
 		t.Errorf("volumes left: %q", vols)
 	}
 }
+
+// --volumes-from copies another container's volumes and binds (not its
+// tmpfs mounts), read-only with :ro; the container's own mounts win where
+// they meet; an unknown container or mode is refused and makes nothing.
+func TestVolumesFrom(t *testing.T) {
+	d, ref := pulled(t)
+	host := t.TempDir()
+	if err := os.WriteFile(filepath.Join(host, "h"), []byte("bound\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dockerOK(t, d, "run", "--name", "data", "-v", "named:/named", "-v", "/anon", "-v", host+":/bind:ro", "--tmpfs", "/scratch",
+		ref, "sh", "-c", "echo n > /named/f; echo a > /anon/g")
+	anon := dockerOK(t, d, "inspect", "--format", `{{range .Mounts}}{{if eq .Destination "/anon"}}{{.Name}}{{end}}{{end}}`, "data")
+	if anon == "" {
+		t.Fatal("no anonymous volume at /anon")
+	}
+	// From a stopped container: its volumes with their data, its bind.
+	out := dockerOK(t, d, "run", "--name", "reader", "--volumes-from", "data", ref, "sh", "-c",
+		"cat /named/f /anon/g /bind/h; echo more >> /anon/g && echo rw; touch /bind/x 2>/dev/null || echo bind ro; test -e /scratch || echo no scratch")
+	if out != "n\na\nbound\nrw\nbind ro\nno scratch" {
+		t.Errorf("--volumes-from data saw %q", out)
+	}
+	var mounts []struct {
+		Type, Name, Source, Destination string
+		RW                              bool
+	}
+	if err := json.Unmarshal([]byte(dockerOK(t, d, "inspect", "--format", "{{json .Mounts}}", "reader")), &mounts); err != nil {
+		t.Fatal(err)
+	}
+	if len(mounts) != 3 {
+		t.Errorf("reader's mounts: %+v", mounts)
+	}
+	// :ro makes the volumes read-only; a mount of the container's own
+	// replaces the copied one at its destination.
+	out = dockerOK(t, d, "run", "--rm", "--volumes-from", "data:ro", "-v", "other:/named", ref, "sh", "-c",
+		"cat /anon/g; (echo x > /anon/y) 2>/dev/null || echo anon ro; ls -A /named; echo o > /named/o && echo own rw")
+	if out != "a\nmore\nanon ro\nown rw" {
+		t.Errorf("--volumes-from data:ro with -v other:/named saw %q", out)
+	}
+	// The volumes are in use by reader too: removing data with -v keeps
+	// the anonymous volume, which reader still has.
+	dockerOK(t, d, "rm", "-v", "data")
+	if got := dockerOK(t, d, "run", "--rm", "--volumes-from", "reader", ref, "cat", "/anon/g"); got != "a\nmore" {
+		t.Errorf("after data's removal, reader's copy reads %q", got)
+	}
+	if _, err := d.Docker(t, "volume", "rm", anon); err == nil {
+		t.Error("the anonymous volume reader uses was removed")
+	}
+	before := dockerOK(t, d, "ps", "-aq")
+	vols := dockerOK(t, d, "volume", "ls", "-q")
+	for args, want := range map[string]string{
+		"nope":       "No such container: nope",
+		"reader:rx":  "invalid mode: rx",
+		"reader:ro:": "invalid mode: ro:",
+	} {
+		if out, err := d.Docker(t, "run", "--rm", "--volumes-from", args, ref, "true"); err == nil || !strings.Contains(out, want) {
+			t.Errorf("--volumes-from %s: %v, %q", args, err, out)
+		}
+	}
+	if got := dockerOK(t, d, "ps", "-aq"); got != before {
+		t.Errorf("containers after refused runs: %q, want %q", got, before)
+	}
+	if got := dockerOK(t, d, "volume", "ls", "-q"); got != vols {
+		t.Errorf("volumes after refused runs: %q, want %q", got, vols)
+	}
+	dockerOK(t, d, "rm", "-v", "reader")
+	if got := dockerOK(t, d, "volume", "ls", "-q"); got != "named\nother" && got != "other\nnamed" {
+		t.Errorf("volumes at the end: %q, want named and other", got)
+	}
+}

@@ -75,6 +75,9 @@ type Runtime struct {
 	ShimSocket string `json:",omitempty"`
 	// ExitFile is where the shim records the exit status before it exits.
 	ExitFile string `json:",omitempty"`
+	// Inherited are the destinations of the mount points --volumes-from
+	// copied from other containers (in Mounts with the others).
+	Inherited []string `json:",omitempty"`
 	// Extra is free-form state, keyed by the component that owns it.
 	Extra map[string]string `json:",omitempty"`
 }

@@ -26,10 +26,10 @@
 //     hosts without them).
 //   - privileged containers get every capability, no masked or read-only
 //     paths and a writable /sys and cgroupfs, but not the host's device nodes.
-//   - --device, --gpus, --volumes-from, volume subpaths and image mounts
-//     are refused with errdefs.ErrNotImplemented. Volumes are the
-//     engine's to make (package engine/volume): Build binds the
-//     directories Input.Volumes names.
+//   - --device, --gpus, volume subpaths and image mounts are refused with
+//     errdefs.ErrNotImplemented. Volumes are the engine's to make (package
+//     engine/volume): Build binds the directories Input.Volumes names, and
+//     the mount points --volumes-from copied at create (Input.Inherited).
 //   - a read-only bind is read-only on its top mount only ("ro"), unless the
 //     mount asks for ReadOnlyForceRecursive ("rro"); Docker picks "rro" by
 //     default on kernels that have mount_setattr.

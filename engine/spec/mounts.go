@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
 	"github.com/opencontainers/runtime-spec/specs-go"
 )
@@ -369,9 +370,6 @@ func mergeOptions(opts []string) []string {
 // each destination at most once.
 func (b *builder) userMounts() ([]specs.Mount, error) {
 	hc := b.hc
-	if len(hc.VolumesFrom) > 0 {
-		return nil, fmt.Errorf("--volumes-from is not supported yet: %w", errdefs.ErrNotImplemented)
-	}
 	var out []specs.Mount
 	for _, raw := range hc.Binds {
 		m, err := ParseBind(raw)
@@ -411,6 +409,17 @@ func (b *builder) userMounts() ([]specs.Mount, error) {
 		}
 		seen[m.Destination] = true
 	}
+	for _, mp := range b.in.Inherited {
+		if seen[mp.Destination] {
+			continue
+		}
+		sm, err := b.inheritedMount(mp)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sm)
+		seen[mp.Destination] = true
+	}
 	// The anonymous volumes of Config.Volumes (the image's VOLUME, and
 	// -v /path), where no other mount is.
 	for _, dst := range slices.Sorted(maps.Keys(b.in.Volumes)) {
@@ -419,6 +428,21 @@ func (b *builder) userMounts() ([]specs.Mount, error) {
 		}
 	}
 	return out, nil
+}
+
+// inheritedMount is a mount point --volumes-from copied: a volume's
+// directory, or a bind with its propagation, read-only unless RW.
+func (b *builder) inheritedMount(mp container.MountPoint) (specs.Mount, error) {
+	if mp.Type == mount.TypeVolume {
+		return volumeMount(mp.Destination, mp.Source, !mp.RW), nil
+	}
+	m := mount.Mount{Type: mount.TypeBind, Source: mp.Source, Target: mp.Destination, ReadOnly: !mp.RW,
+		BindOptions: &mount.BindOptions{Propagation: mp.Propagation}}
+	sm, err := b.bindMount(m, mp.Destination)
+	if err != nil {
+		return specs.Mount{}, fmt.Errorf("--volumes-from bind at %s: %w", mp.Destination, err)
+	}
+	return sm, nil
 }
 
 // volumeMount binds the volume directory dir at dst.

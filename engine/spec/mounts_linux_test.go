@@ -162,6 +162,37 @@ func TestBuildMountsField(t *testing.T) {
 	}
 }
 
+// The mount points --volumes-from copied go where the container's own
+// mounts do not, read-only as recorded.
+func TestBuildInherited(t *testing.T) {
+	host := t.TempDir()
+	writeFiles(t, host, map[string]string{"d/f": "", "own/f": ""})
+	vol := filepath.Join(host, "volumes", "v", "_data")
+	in := testInput(t)
+	in.Inherited = []container.MountPoint{
+		{Type: "volume", Name: "v", Source: vol, Destination: "/v", RW: false},
+		{Type: "bind", Source: filepath.Join(host, "d"), Destination: "/d", RW: true, Propagation: "rslave"},
+		{Type: "bind", Source: filepath.Join(host, "d"), Destination: "/own", RW: true},
+		{Type: "bind", Source: filepath.Join(host, "gone"), Destination: "/gone", RW: true},
+	}
+	in.HostConfig.Binds = []string{filepath.Join(host, "own") + ":/own:ro"}
+	if _, _, err := Build(in); err == nil || !strings.Contains(fmtErr(err), "--volumes-from bind at /gone") {
+		t.Fatalf("a copied bind whose source is gone: %v", err)
+	}
+	in.Inherited = in.Inherited[:3]
+	s := build(t, in)
+	for _, want := range []specs.Mount{
+		{Destination: "/v", Source: vol, Options: []string{"rbind", "rprivate", "ro"}},
+		{Destination: "/d", Source: filepath.Join(host, "d"), Options: []string{"rbind", "rslave"}},
+		{Destination: "/own", Source: filepath.Join(host, "own"), Options: []string{"rbind", "ro", "rprivate"}},
+	} {
+		g, ok := findMount(s, want.Destination)
+		if !ok || g.Source != want.Source || g.Type != "bind" || !slices.Equal(g.Options, want.Options) {
+			t.Errorf("mount = %+v, want %+v", g, want)
+		}
+	}
+}
+
 func TestBuildSharedPropagation(t *testing.T) {
 	in := testInput(t)
 	in.HostConfig.Binds = []string{t.TempDir() + ":/s:rshared"}

@@ -56,6 +56,10 @@ type Input struct {
 	// anonymous volumes (Config.Volumes), which are mounted where no
 	// other mount is.
 	Volumes map[string]string
+	// Inherited are the mount points --volumes-from copied from other
+	// containers at create (volumes and binds), mounted where the
+	// container's own Binds, Mounts and Tmpfs are not.
+	Inherited []container.MountPoint
 	// Rootless: the engine runs in a user namespace (rootlesskit's), so it
 	// cannot raise rlimits above its own and the host's IPC namespace is
 	// not its own.

@@ -108,7 +108,6 @@ func TestBuildErrors(t *testing.T) {
 		{name: "writable cgroups rootless", modify: func(in *Input) { in.Rootless = true; in.HostConfig.SecurityOpt = []string{"writable-cgroups=true"} }, err: errdefs.ErrInvalidArgument},
 		{name: "negative shm", modify: func(in *Input) { in.HostConfig.ShmSize = -1 }, err: errdefs.ErrInvalidArgument, text: "SHM size"},
 		{name: "devices", modify: func(in *Input) { in.HostConfig.Devices = []container.DeviceMapping{{PathOnHost: "/dev/fuse"}} }, err: errdefs.ErrNotImplemented},
-		{name: "volumes-from", modify: func(in *Input) { in.HostConfig.VolumesFrom = []string{"c"} }, err: errdefs.ErrNotImplemented},
 		{name: "nano cpus and quota", modify: func(in *Input) { in.HostConfig.NanoCPUs = 1e9; in.HostConfig.CPUQuota = 5000 }, err: errdefs.ErrInvalidArgument, text: "Conflicting options"},
 		{name: "negative cpu shares", modify: func(in *Input) { in.HostConfig.CPUShares = -2 }, err: errdefs.ErrInvalidArgument},
 		{name: "short id", modify: func(in *Input) { in.ID = "abc" }, err: errdefs.ErrInvalidArgument},
