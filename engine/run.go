@@ -298,6 +298,11 @@ func (e *Engine) startShim(ctx context.Context, c *container.Container) (*shim.C
 	if att.hostname != "" {
 		in.Hostname = att.hostname
 	}
+	if mode := c.HostConfig.PidMode; mode.IsContainer() {
+		if _, in.PidNSPath, err = e.sharedNamespace(ctx, c, "pid", mode.Container()); err != nil {
+			return nil, err
+		}
+	}
 	sp, _, err := spec.Build(in)
 	if err != nil {
 		return nil, err

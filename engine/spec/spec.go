@@ -48,6 +48,9 @@ type Input struct {
 	// container a new, empty one. --network none always gets a new one,
 	// --network host none at all.
 	NetNSPath string
+	// PidNSPath is the PID namespace of --pid container:<id>, which the
+	// engine resolves to that container's process.
+	PidNSPath string
 	// EtcFiles are bind-mounted over /etc/hosts, /etc/hostname and
 	// /etc/resolv.conf.
 	EtcFiles EtcFiles
@@ -218,7 +221,10 @@ func (b *builder) namespaces() error {
 	case !hc.PidMode.Valid():
 		return fmt.Errorf("invalid PID mode: %v: %w", hc.PidMode, errdefs.ErrInvalidArgument)
 	case hc.PidMode.IsContainer():
-		return fmt.Errorf("--pid %s: sharing another container's PID namespace is not supported yet: %w", hc.PidMode, errdefs.ErrNotImplemented)
+		if !filepath.IsAbs(b.in.PidNSPath) {
+			return fmt.Errorf("--pid %s: no PID namespace to join: %w", hc.PidMode, errdefs.ErrInvalidArgument)
+		}
+		ns = append(ns, specs.LinuxNamespace{Type: specs.PIDNamespace, Path: b.in.PidNSPath})
 	case !hc.PidMode.IsHost():
 		ns = append(ns, specs.LinuxNamespace{Type: specs.PIDNamespace})
 	}

@@ -99,7 +99,7 @@ func TestBuildErrors(t *testing.T) {
 		{name: "unknown cap", modify: func(in *Input) { in.HostConfig.CapAdd = []string{"FLY"} }, err: errdefs.ErrInvalidArgument, text: "unknown capability"},
 		{name: "init without binary", modify: func(in *Input) { in.HostConfig.Init = ptr(true) }, err: errdefs.ErrInvalidArgument, text: "--init is not supported"},
 		{name: "container network without path", modify: func(in *Input) { in.HostConfig.NetworkMode = "container:abc" }, err: errdefs.ErrInvalidArgument, text: "no network namespace to join"},
-		{name: "container pid", modify: func(in *Input) { in.HostConfig.PidMode = "container:abc" }, err: errdefs.ErrNotImplemented},
+		{name: "container pid unresolved", modify: func(in *Input) { in.HostConfig.PidMode = "container:abc" }, err: errdefs.ErrInvalidArgument, text: "no PID namespace to join"},
 		{name: "container ipc", modify: func(in *Input) { in.HostConfig.IpcMode = "container:abc" }, err: errdefs.ErrNotImplemented},
 		{name: "invalid ipc", modify: func(in *Input) { in.HostConfig.IpcMode = "bogus" }, err: errdefs.ErrInvalidArgument, text: "invalid IPC mode"},
 		{name: "bad security opt", modify: func(in *Input) { in.HostConfig.SecurityOpt = []string{"bogus"} }, err: errdefs.ErrInvalidArgument, text: "invalid --security-opt 1"},
@@ -235,6 +235,14 @@ func TestBuildNamespaces(t *testing.T) {
 			}
 		})
 	}
+	t.Run("pid container", func(t *testing.T) {
+		in := testInput(t)
+		in.HostConfig.PidMode = "container:abc"
+		in.PidNSPath = "/proc/42/ns/pid"
+		if ns, ok := namespace(build(t, in), specs.PIDNamespace); !ok || ns.Path != "/proc/42/ns/pid" {
+			t.Errorf("pid namespace %+v, %v", ns, ok)
+		}
+	})
 	t.Run("cgroup namespace modes", func(t *testing.T) {
 		for mode, want := range map[container.CgroupnsMode]bool{"private": true, "host": false, "": cgroup2()} {
 			in := testInput(t)
