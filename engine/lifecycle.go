@@ -47,7 +47,7 @@ func (e *Engine) reconcile(ctx context.Context) error {
 	}
 	for id, client := range adopt {
 		e.adoptJoin(ctx, id)
-		e.adoptVolumes(ctx, id)
+		e.adoptMounts(ctx, id)
 		e.runs.shims[id] = client
 		e.monitors.Add(1)
 		go e.monitor(id, client)
@@ -66,9 +66,10 @@ func (e *Engine) reconcile(ctx context.Context) error {
 	return nil
 }
 
-// adoptVolumes counts, for an adopted container, the tmpfs volumes it has
-// mounted, so that its exit lets go of them.
-func (e *Engine) adoptVolumes(ctx context.Context, id string) {
+// adoptMounts counts, for an adopted container, the tmpfs volumes it has
+// mounted, so that its exit lets go of them, and unmounts its shareable
+// /dev/shm at its exit too.
+func (e *Engine) adoptMounts(ctx context.Context, id string) {
 	c, err := e.containers.Get(ctx, id)
 	if err != nil {
 		return
@@ -76,9 +77,13 @@ func (e *Engine) adoptVolumes(ctx context.Context, id string) {
 	release, err := e.acquireVolumes(c)
 	if err != nil {
 		e.log.Warn("volumes of an adopted container", "container", id, "err", err)
-		return
+		release = func() {}
 	}
-	e.runs.volumes[id] = release
+	if c.HostConfig != nil && c.HostConfig.IpcMode.IsShareable() {
+		volumes := release
+		release = func() { unmountShm(c); volumes() }
+	}
+	e.runs.held[id] = release
 }
 
 // adoptJoin restores, for an adopted container that shares another's

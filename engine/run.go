@@ -34,8 +34,9 @@ type runs struct {
 	// overlap.
 	starting map[string]chan struct{}
 	removing map[string]int
-	// volumes lets go of the tmpfs volumes a running container mounted.
-	volumes map[string]func()
+	// held lets go of the mounts a running container's start made for
+	// it: its tmpfs volumes, a shareable /dev/shm.
+	held map[string]func()
 }
 
 type pendingAttach struct {
@@ -51,15 +52,15 @@ type attachResult struct {
 }
 
 func newRuns() *runs {
-	return &runs{shims: map[string]*shim.Client{}, pending: map[string][]*pendingAttach{}, starting: map[string]chan struct{}{}, removing: map[string]int{}, volumes: map[string]func(){}}
+	return &runs{shims: map[string]*shim.Client{}, pending: map[string][]*pendingAttach{}, starting: map[string]chan struct{}{}, removing: map[string]int{}, held: map[string]func(){}}
 }
 
-// releaseVolumes lets go of the tmpfs volumes container id's run
-// mounted, if it has not yet.
-func (e *Engine) releaseVolumes(id string) {
+// releaseHeld lets go of the mounts container id's run holds (runs.held),
+// if it has not yet.
+func (e *Engine) releaseHeld(id string) {
 	e.runs.mu.Lock()
-	release := e.runs.volumes[id]
-	delete(e.runs.volumes, id)
+	release := e.runs.held[id]
+	delete(e.runs.held, id)
 	e.runs.mu.Unlock()
 	if release != nil {
 		release()
@@ -197,7 +198,7 @@ func (e *Engine) ContainerStart(ctx context.Context, ref string) error {
 	if err != nil {
 		client.Kill(context.WithoutCancel(ctx), syscall.SIGKILL)
 		e.detachNetwork(context.WithoutCancel(ctx), c.ID, "")
-		e.releaseVolumes(c.ID)
+		e.releaseHeld(c.ID)
 		return err
 	}
 	startedAt := time.Now().UTC()
@@ -213,7 +214,7 @@ func (e *Engine) ContainerStart(ctx context.Context, ref string) error {
 	}); err != nil {
 		client.Kill(context.WithoutCancel(ctx), syscall.SIGKILL)
 		e.detachNetwork(context.WithoutCancel(ctx), c.ID, "")
-		e.releaseVolumes(c.ID)
+		e.releaseHeld(c.ID)
 		return err
 	}
 	e.runEvents(c, true)
@@ -303,6 +304,15 @@ func (e *Engine) startShim(ctx context.Context, c *container.Container) (*shim.C
 			return nil, err
 		}
 	}
+	releaseShm, err := e.ipcShare(ctx, c, &in)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if !ok {
+			releaseShm()
+		}
+	}()
 	sp, _, err := spec.Build(in)
 	if err != nil {
 		return nil, err
@@ -348,7 +358,7 @@ func (e *Engine) startShim(ctx context.Context, c *container.Container) (*shim.C
 	}
 	ok = true
 	e.runs.mu.Lock()
-	e.runs.volumes[c.ID] = releaseVolumes
+	e.runs.held[c.ID] = func() { releaseShm(); releaseVolumes() }
 	e.runs.mu.Unlock()
 	return client, nil
 }
@@ -367,7 +377,7 @@ func (e *Engine) monitor(id string, client *shim.Client) {
 	delete(e.runs.shims, id)
 	e.runs.mu.Unlock()
 	e.stopHealth(id)
-	e.releaseVolumes(id)
+	e.releaseHeld(id)
 	c, err := e.containers.Get(ctx, id)
 	if err != nil {
 		e.log.Error("recording exit", "container", id, "err", err)

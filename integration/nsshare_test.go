@@ -3,9 +3,12 @@
 package integration
 
 import (
+	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // --pid container:<name> runs the container in the PID namespace of a
@@ -46,6 +49,62 @@ func TestPidContainer(t *testing.T) {
 		t.Errorf("--pid container:nope: %v, %q", err, out)
 	}
 	dockerOK(t, d, "rm", "-f", "target", "joiner", "late")
+	if ps := dockerOK(t, d, "ps", "-aq"); ps != "" {
+		t.Errorf("containers left: %q", ps)
+	}
+}
+
+// --ipc shareable gives a container a /dev/shm of the engine's (its
+// --shm-size), which --ipc container:<name> shares with the IPC
+// namespace: both see one namespace and one /dev/shm. Joining a container
+// that is not shareable is refused, as Docker does; the engine's mount
+// goes when the shareable container stops.
+func TestIpcContainer(t *testing.T) {
+	d, ref := pulled(t)
+	id := dockerOK(t, d, "run", "-d", "--name", "donor", "--ipc", "shareable", "--shm-size", "8m", ref, "sh", "-c", "echo hi > /dev/shm/f; sleep 300")
+	engine := enginePID(t, d)
+	shmMounted := func() bool {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/mountinfo", engine))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Contains(string(b), id+"/shm ")
+	}
+	if !shmMounted() {
+		t.Errorf("no /dev/shm of %s in the engine's mounts", id)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if out, err := d.Docker(t, "exec", "donor", "cat", "/dev/shm/f"); err == nil && strings.TrimSpace(out) == "hi" {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the donor's /dev/shm/f: %v, %q", err, out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	donorNS := dockerOK(t, d, "exec", "donor", "readlink", "/proc/self/ns/ipc")
+	out := dockerOK(t, d, "run", "--rm", "--ipc", "container:donor", ref, "sh", "-c", "readlink /proc/self/ns/ipc; cat /dev/shm/f; echo back > /dev/shm/g; df -k /dev/shm | tail -1")
+	lines := strings.Split(out, "\n")
+	if len(lines) != 3 || lines[0] != donorNS || lines[1] != "hi" || !strings.Contains(lines[2], " 8192 ") {
+		t.Errorf("the joiner saw %q; the donor's namespace is %s", out, donorNS)
+	}
+	if got := dockerOK(t, d, "exec", "donor", "cat", "/dev/shm/g"); got != "back" {
+		t.Errorf("the donor reads the joiner's file as %q", got)
+	}
+	if own := dockerOK(t, d, "run", "--rm", ref, "readlink", "/proc/self/ns/ipc"); own == donorNS {
+		t.Errorf("a container of its own shares the donor's IPC namespace %s", own)
+	}
+	dockerOK(t, d, "run", "-d", "--name", "private", ref, "sleep", "300")
+	if out, err := d.Docker(t, "run", "--rm", "--ipc", "container:private", ref, "true"); err == nil || !strings.Contains(out, "non-shareable IPC") {
+		t.Errorf("joining a private IPC namespace: %v, %q", err, out)
+	}
+	dockerOK(t, d, "rm", "-f", "donor", "private")
+	if shmMounted() {
+		t.Errorf("the donor's /dev/shm is still mounted in the engine after its end")
+	}
+	if out, err := d.Docker(t, "run", "--rm", "--ipc", "container:donor", ref, "true"); err == nil || !strings.Contains(out, "No such container: donor") {
+		t.Errorf("--ipc container:donor after its removal: %v, %q", err, out)
+	}
 	if ps := dockerOK(t, d, "ps", "-aq"); ps != "" {
 		t.Errorf("containers left: %q", ps)
 	}

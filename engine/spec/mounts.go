@@ -21,8 +21,8 @@ import (
 // in Docker.
 const InitDestination = "/sbin/docker-init"
 
-// defaultShmSize is Docker's /dev/shm size when ShmSize is 0.
-const defaultShmSize = 64 << 20
+// DefaultShmSize is Docker's /dev/shm size when ShmSize is 0.
+const DefaultShmSize = 64 << 20
 
 // defaultMounts are Docker's (daemon/pkg/oci/defaults.go), /dev/shm sized.
 func defaultMounts(shmSize int64) []specs.Mount {
@@ -472,7 +472,7 @@ func (b *builder) mounts(user []specs.Mount) ([]specs.Mount, error) {
 	}
 	shm := hc.ShmSize
 	if shm == 0 {
-		shm = defaultShmSize
+		shm = DefaultShmSize
 	}
 	var out []specs.Mount
 	for _, m := range defaultMounts(shm) {
@@ -481,6 +481,10 @@ func (b *builder) mounts(user []specs.Mount) ([]specs.Mount, error) {
 			continue
 		case m.Destination == "/dev/shm" && hc.IpcMode.IsNone():
 			continue
+		case m.Destination == "/dev/shm" && b.in.ShmPath != "":
+			// --ipc shareable and container:<id>: the tmpfs the engine
+			// mounted for the owner of the IPC namespace.
+			m = specs.Mount{Destination: m.Destination, Type: "bind", Source: b.in.ShmPath, Options: []string{"rbind", "nosuid", "noexec", "nodev", "rprivate"}}
 		case m.Destination == "/dev/mqueue" && hc.IpcMode.IsHost() && b.in.Rootless:
 			// The host's IPC namespace belongs to the initial user
 			// namespace: mqueue cannot be mounted for it, only bound.

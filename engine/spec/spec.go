@@ -51,6 +51,12 @@ type Input struct {
 	// PidNSPath is the PID namespace of --pid container:<id>, which the
 	// engine resolves to that container's process.
 	PidNSPath string
+	// IpcNSPath is the IPC namespace of --ipc container:<id>, which the
+	// engine resolves to that container's process.
+	IpcNSPath string
+	// ShmPath is the directory bound at /dev/shm for --ipc shareable and
+	// container:<id>: a tmpfs the engine mounted for the shareable one.
+	ShmPath string
 	// EtcFiles are bind-mounted over /etc/hosts, /etc/hostname and
 	// /etc/resolv.conf.
 	EtcFiles EtcFiles
@@ -232,7 +238,10 @@ func (b *builder) namespaces() error {
 	case !hc.IpcMode.Valid():
 		return fmt.Errorf("invalid IPC mode: %v: %w", hc.IpcMode, errdefs.ErrInvalidArgument)
 	case hc.IpcMode.IsContainer():
-		return fmt.Errorf("--ipc %s: sharing another container's IPC namespace is not supported yet: %w", hc.IpcMode, errdefs.ErrNotImplemented)
+		if !filepath.IsAbs(b.in.IpcNSPath) || !filepath.IsAbs(b.in.ShmPath) {
+			return fmt.Errorf("--ipc %s: no IPC namespace to join: %w", hc.IpcMode, errdefs.ErrInvalidArgument)
+		}
+		ns = append(ns, specs.LinuxNamespace{Type: specs.IPCNamespace, Path: b.in.IpcNSPath})
 	case !hc.IpcMode.IsHost():
 		ns = append(ns, specs.LinuxNamespace{Type: specs.IPCNamespace})
 	}

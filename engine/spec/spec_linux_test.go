@@ -100,7 +100,7 @@ func TestBuildErrors(t *testing.T) {
 		{name: "init without binary", modify: func(in *Input) { in.HostConfig.Init = ptr(true) }, err: errdefs.ErrInvalidArgument, text: "--init is not supported"},
 		{name: "container network without path", modify: func(in *Input) { in.HostConfig.NetworkMode = "container:abc" }, err: errdefs.ErrInvalidArgument, text: "no network namespace to join"},
 		{name: "container pid unresolved", modify: func(in *Input) { in.HostConfig.PidMode = "container:abc" }, err: errdefs.ErrInvalidArgument, text: "no PID namespace to join"},
-		{name: "container ipc", modify: func(in *Input) { in.HostConfig.IpcMode = "container:abc" }, err: errdefs.ErrNotImplemented},
+		{name: "container ipc unresolved", modify: func(in *Input) { in.HostConfig.IpcMode = "container:abc" }, err: errdefs.ErrInvalidArgument, text: "no IPC namespace to join"},
 		{name: "invalid ipc", modify: func(in *Input) { in.HostConfig.IpcMode = "bogus" }, err: errdefs.ErrInvalidArgument, text: "invalid IPC mode"},
 		{name: "bad security opt", modify: func(in *Input) { in.HostConfig.SecurityOpt = []string{"bogus"} }, err: errdefs.ErrInvalidArgument, text: "invalid --security-opt 1"},
 		{name: "unknown security opt", modify: func(in *Input) { in.HostConfig.SecurityOpt = []string{"foo=bar"} }, err: errdefs.ErrInvalidArgument, text: "invalid --security-opt 2"},
@@ -241,6 +241,22 @@ func TestBuildNamespaces(t *testing.T) {
 		in.PidNSPath = "/proc/42/ns/pid"
 		if ns, ok := namespace(build(t, in), specs.PIDNamespace); !ok || ns.Path != "/proc/42/ns/pid" {
 			t.Errorf("pid namespace %+v, %v", ns, ok)
+		}
+	})
+	t.Run("ipc container and shareable", func(t *testing.T) {
+		in := testInput(t)
+		in.HostConfig.IpcMode = "container:abc"
+		in.IpcNSPath, in.ShmPath = "/proc/42/ns/ipc", "/run/x/shm"
+		s := build(t, in)
+		if ns, ok := namespace(s, specs.IPCNamespace); !ok || ns.Path != "/proc/42/ns/ipc" {
+			t.Errorf("ipc namespace %+v, %v", ns, ok)
+		}
+		for _, mode := range []container.IpcMode{"container:abc", "shareable"} {
+			in.HostConfig.IpcMode = mode
+			m, ok := findMount(build(t, in), "/dev/shm")
+			if !ok || m.Type != "bind" || m.Source != "/run/x/shm" || !slices.Contains(m.Options, "nosuid") {
+				t.Errorf("--ipc %s: /dev/shm %+v", mode, m)
+			}
 		}
 	})
 	t.Run("cgroup namespace modes", func(t *testing.T) {
