@@ -173,6 +173,11 @@ func (e *Engine) createWarnings(hc *containertypes.HostConfig) []string {
 	if r.PidsLimit != nil && *r.PidsLimit > 0 {
 		lr.Pids = &specs.LinuxPids{Limit: r.PidsLimit}
 	}
+	for _, d := range r.Devices {
+		if p := d.CgroupPermissions; p != "" {
+			lr.Devices = append(lr.Devices, specs.LinuxDeviceCgroup{Allow: true, Type: "c", Access: p})
+		}
+	}
 	w := shim.AdjustSpec(spec, e.host)
 	if len(w) == 0 {
 		return nil

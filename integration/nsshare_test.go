@@ -109,3 +109,33 @@ func TestIpcContainer(t *testing.T) {
 		t.Errorf("containers left: %q", ps)
 	}
 }
+
+// --device binds the host's device node (or each node under a directory)
+// at the container path; access narrower than rw is the device cgroup's
+// to enforce, warned of where there is none (rootless on cgroup v1); a
+// missing node fails the start with Docker's words.
+func TestDevices(t *testing.T) {
+	d, ref := pulled(t)
+	out := dockerOK(t, d, "run", "--rm", "--device", "/dev/zero:/dev/myzero", "--device", "/dev/net:/dev/hostnet", ref, "sh", "-c",
+		"head -c 3 /dev/myzero | od -An -tx1; test -c /dev/myzero && echo char; test -c /dev/hostnet/tun && echo tun")
+	if lines := strings.Split(out, "\n"); len(lines) != 3 || strings.TrimSpace(lines[0]) != "00 00 00" || lines[1] != "char" || lines[2] != "tun" {
+		t.Errorf("the container's devices: %q", out)
+	}
+	out, err := d.Docker(t, "run", "--rm", "--device", "/dev/null:/dev/ronull:r", ref, "sh", "-c", "(echo x > /dev/ronull) 2>&1 && echo written")
+	if err != nil {
+		t.Fatalf("--device with access r: %v, %q", err, out)
+	}
+	if cgroupV1() {
+		if !strings.Contains(out, "Device access r discarded") || !strings.Contains(out, "written") {
+			t.Errorf("--device :r on cgroup v1: %q", out)
+		}
+	} else if !strings.Contains(out, "Operation not permitted") {
+		t.Errorf("--device :r where the device cgroup applies: %q", out)
+	}
+	if out, err := d.Docker(t, "run", "--rm", "--device", "/dev/nope", ref, "true"); err == nil || !strings.Contains(out, `error gathering device information while adding custom device "/dev/nope"`) {
+		t.Errorf("--device /dev/nope: %v, %q", err, out)
+	}
+	if ps := dockerOK(t, d, "ps", "-aq"); ps != "" {
+		t.Errorf("containers left: %q", ps)
+	}
+}

@@ -53,6 +53,12 @@ func limitWarnings(r *specs.LinuxResources) []string {
 		add(len(b.ThrottleReadBpsDevice) > 0, "Your kernel does not support BPS Block I/O read limit or the cgroup is not mounted. Block I/O BPS read limit discarded.")
 		add(len(b.ThrottleWriteBpsDevice) > 0, "Your kernel does not support BPS Block I/O write limit or the cgroup is not mounted. Block I/O BPS write limit discarded.")
 	}
+	for _, d := range r.Devices {
+		if d.Allow && d.Type != "" && d.Type != "a" && !(strings.Contains(d.Access, "r") && strings.Contains(d.Access, "w")) {
+			w = append(w, "Your kernel does not support device cgroup permissions or the cgroup is not mounted. Device access "+d.Access+" discarded: the device is fully accessible.")
+			break
+		}
+	}
 	return w
 }
 

@@ -2,6 +2,7 @@ package shim
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/opencontainers/runtime-spec/specs-go"
@@ -81,5 +82,22 @@ func TestLimitWarningsText(t *testing.T) {
 	want := "Your kernel does not support memory limit capabilities or the cgroup is not mounted. Limitation discarded."
 	if len(w) != 1 || w[0] != want {
 		t.Errorf("warnings %q", w)
+	}
+}
+
+// A --device rule narrower than read and write is warned of where device
+// rules are not applied; the defaults (deny all, then rwm allows) are not.
+func TestDeviceRuleWarning(t *testing.T) {
+	one := int64(1)
+	defaults := []specs.LinuxDeviceCgroup{{Allow: false, Access: "rwm"}, {Allow: true, Type: "c", Major: &one, Minor: &one, Access: "rwm"}}
+	if w := limitWarnings(&specs.LinuxResources{Devices: defaults}); len(w) != 0 {
+		t.Errorf("defaults warned %q", w)
+	}
+	for access, warned := range map[string]bool{"r": true, "w": true, "rm": true, "rw": false, "rwm": false} {
+		rules := append(slices.Clone(defaults), specs.LinuxDeviceCgroup{Allow: true, Type: "c", Major: &one, Minor: &one, Access: access})
+		w := limitWarnings(&specs.LinuxResources{Devices: rules})
+		if (len(w) == 1 && strings.Contains(w[0], "Device access "+access+" discarded")) != warned || len(w) > 1 {
+			t.Errorf("access %s: warnings %q", access, w)
+		}
 	}
 }

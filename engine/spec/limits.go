@@ -99,8 +99,6 @@ func (b *builder) hostRlimit(name string) (Rlimit, bool) {
 func (b *builder) resources() (*specs.LinuxResources, error) {
 	r := b.hc.Resources
 	switch {
-	case len(r.Devices) > 0:
-		return nil, fmt.Errorf("--device is not supported yet: %w", errdefs.ErrNotImplemented)
 	case len(r.DeviceRequests) > 0:
 		return nil, fmt.Errorf("device requests (--gpus) are not supported yet: %w", errdefs.ErrNotImplemented)
 	case len(r.DeviceCgroupRules) > 0:
@@ -119,6 +117,14 @@ func (b *builder) resources() (*specs.LinuxResources, error) {
 		return nil, fmt.Errorf("per-device block I/O limits are not supported yet: %w", errdefs.ErrNotImplemented)
 	}
 	res := &specs.LinuxResources{Devices: deviceRules(b.hc.Privileged)}
+	devs, err := b.userDevices()
+	if err != nil {
+		return nil, err
+	}
+	b.devices = devs
+	for _, d := range devs {
+		res.Devices = append(res.Devices, d.rule())
+	}
 
 	var mem specs.LinuxMemory
 	if r.Memory > 0 {

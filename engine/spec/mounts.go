@@ -401,6 +401,9 @@ func (b *builder) userMounts() ([]specs.Mount, error) {
 		}
 		out = append(out, tmpfsMount(path.Clean(dst), opts))
 	}
+	for _, d := range b.devices {
+		out = append(out, d.mount())
+	}
 	seen := map[string]bool{}
 	for _, m := range out {
 		if seen[m.Destination] {

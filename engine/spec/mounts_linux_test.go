@@ -193,6 +193,37 @@ func TestBuildInherited(t *testing.T) {
 	}
 }
 
+// --device binds the host's node (a user namespace cannot make one) and
+// allows it in the device cgroup, with the access asked for.
+func TestBuildDevices(t *testing.T) {
+	in := testInput(t)
+	in.HostConfig.Devices = []container.DeviceMapping{
+		{PathOnHost: "/dev/null", PathInContainer: "/dev/mynull", CgroupPermissions: "r"},
+		{PathOnHost: "/dev/zero"},
+	}
+	s := build(t, in)
+	for _, want := range []specs.Mount{
+		{Destination: "/dev/mynull", Source: "/dev/null", Options: []string{"bind", "rprivate"}},
+		{Destination: "/dev/zero", Source: "/dev/zero", Options: []string{"bind", "rprivate"}},
+	} {
+		g, ok := findMount(s, want.Destination)
+		if !ok || g.Source != want.Source || g.Type != "bind" || !slices.Equal(g.Options, want.Options) {
+			t.Errorf("mount = %+v, want %+v", g, want)
+		}
+	}
+	rules := s.Linux.Resources.Devices
+	for _, want := range []specs.LinuxDeviceCgroup{
+		{Allow: true, Type: "c", Major: ptr(int64(1)), Minor: ptr(int64(3)), Access: "r"},
+		{Allow: true, Type: "c", Major: ptr(int64(1)), Minor: ptr(int64(5)), Access: "rwm"},
+	} {
+		if !slices.ContainsFunc(rules[len(rules)-2:], func(r specs.LinuxDeviceCgroup) bool {
+			return r.Allow && r.Type == want.Type && *r.Major == *want.Major && *r.Minor == *want.Minor && r.Access == want.Access
+		}) {
+			t.Errorf("no rule %v %d:%d %s after the defaults in %+v", want.Type, *want.Major, *want.Minor, want.Access, rules)
+		}
+	}
+}
+
 func TestBuildSharedPropagation(t *testing.T) {
 	in := testInput(t)
 	in.HostConfig.Binds = []string{t.TempDir() + ":/s:rshared"}

@@ -97,6 +97,7 @@ type builder struct {
 	writableCgroups bool
 	cgroupsOpt      *bool // security-opt writable-cgroups, if given
 	noNewPrivileges bool
+	devices         []userDevice // --device, resolved with the resources
 	warnings        []string
 }
 

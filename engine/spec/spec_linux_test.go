@@ -107,7 +107,13 @@ func TestBuildErrors(t *testing.T) {
 		{name: "bad no-new-privileges", modify: func(in *Input) { in.HostConfig.SecurityOpt = []string{"no-new-privileges=maybe"} }, err: errdefs.ErrInvalidArgument},
 		{name: "writable cgroups rootless", modify: func(in *Input) { in.Rootless = true; in.HostConfig.SecurityOpt = []string{"writable-cgroups=true"} }, err: errdefs.ErrInvalidArgument},
 		{name: "negative shm", modify: func(in *Input) { in.HostConfig.ShmSize = -1 }, err: errdefs.ErrInvalidArgument, text: "SHM size"},
-		{name: "devices", modify: func(in *Input) { in.HostConfig.Devices = []container.DeviceMapping{{PathOnHost: "/dev/fuse"}} }, err: errdefs.ErrNotImplemented},
+		{name: "device mode", modify: func(in *Input) {
+			in.HostConfig.Devices = []container.DeviceMapping{{PathOnHost: "/dev/null", CgroupPermissions: "rx"}}
+		}, err: errdefs.ErrInvalidArgument, text: "invalid device mode: rx"},
+		{name: "device missing", modify: func(in *Input) { in.HostConfig.Devices = []container.DeviceMapping{{PathOnHost: "/dev/nope"}} },
+			err: errdefs.ErrInvalidArgument, text: `error gathering device information while adding custom device "/dev/nope": no such file or directory`},
+		{name: "device not a node", modify: func(in *Input) { in.HostConfig.Devices = []container.DeviceMapping{{PathOnHost: in.Rootfs}} },
+			err: errdefs.ErrInvalidArgument, text: "not a device node"},
 		{name: "nano cpus and quota", modify: func(in *Input) { in.HostConfig.NanoCPUs = 1e9; in.HostConfig.CPUQuota = 5000 }, err: errdefs.ErrInvalidArgument, text: "Conflicting options"},
 		{name: "negative cpu shares", modify: func(in *Input) { in.HostConfig.CPUShares = -2 }, err: errdefs.ErrInvalidArgument},
 		{name: "short id", modify: func(in *Input) { in.ID = "abc" }, err: errdefs.ErrInvalidArgument},
