@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -155,11 +156,29 @@ func (e *Engine) volumesFrom(ctx context.Context, raw string) ([]containertypes.
 		if mp.Type != mounttypes.TypeVolume && mp.Type != mounttypes.TypeBind {
 			continue
 		}
+		if hasSubpath(src.HostConfig, mp.Destination) {
+			// The record's source is the whole volume: copied as it is,
+			// it would show more than the other container sees.
+			return nil, errdefs.ErrNotImplemented.WithMessage(fmt.Sprintf("--volumes-from %s: its volume at %s has a subpath, which is not copied yet", ref, mp.Destination))
+		}
 		mp.RW = mp.RW && !readOnly
 		mp.Mode = ""
 		out = append(out, mp)
 	}
 	return out, nil
+}
+
+// hasSubpath tells whether hc mounts a volume subpath at dst.
+func hasSubpath(hc *containertypes.HostConfig, dst string) bool {
+	if hc == nil {
+		return false
+	}
+	for _, m := range hc.Mounts {
+		if m.Type == mounttypes.TypeVolume && m.VolumeOptions != nil && m.VolumeOptions.Subpath != "" && path.Clean(m.Target) == dst {
+			return true
+		}
+	}
+	return false
 }
 
 // inheritedMounts are c's mount points that --volumes-from copied.
@@ -179,7 +198,13 @@ func (e *Engine) mountVolume(m mounttypes.Mount, cm *createdMounts) (*volume.Vol
 	var labels, opts map[string]string
 	if o := m.VolumeOptions; o != nil {
 		if o.Subpath != "" {
-			return nil, errdefs.ErrNotImplemented.WithMessage(fmt.Sprintf("volume %s at %s: volume subpaths are not supported yet", m.Source, m.Target))
+			// Docker's checks; the subpath itself is looked for at start.
+			if m.Source == "" {
+				return nil, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid mount config for type %q: must not set Subpath when using anonymous volumes", m.Type))
+			}
+			if !filepath.IsLocal(o.Subpath) {
+				return nil, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid mount config for type %q: subpath must be a relative path within the volume", m.Type))
+			}
 		}
 		labels = o.Labels
 		if o.DriverConfig != nil {

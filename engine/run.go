@@ -304,6 +304,13 @@ func (e *Engine) startShim(ctx context.Context, c *container.Container) (*shim.C
 			return nil, err
 		}
 	}
+	subpaths, releaseSubpaths, err := e.bindSubpaths(c)
+	if err != nil {
+		return nil, err
+	}
+	// The runtime has bound them by the time the shim is created.
+	defer releaseSubpaths()
+	in.Subpaths = subpaths
 	releaseShm, err := e.ipcShare(ctx, c, &in)
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ package integration
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -379,4 +380,62 @@ func TestVolumesFrom(t *testing.T) {
 	if got := dockerOK(t, d, "volume", "ls", "-q"); got != "named\nother" && got != "other\nnamed" {
 		t.Errorf("volumes at the end: %q, want named and other", got)
 	}
+}
+
+// A volume mount with a subpath (--mount volume-subpath=) binds that
+// directory or file of the volume, resolved inside it: a symlink cannot
+// lead out of the volume; a subpath that is not there fails the start;
+// one that is not relative, or on an anonymous volume, fails the create.
+func TestVolumeSubpath(t *testing.T) {
+	d, ref := pulled(t)
+	dockerOK(t, d, "run", "--rm", "-v", "sv:/v", ref, "sh", "-c",
+		"mkdir -p /v/a/b && echo deep > /v/a/b/f && echo top > /v/t && ln -s /etc /v/esc && ln -s ../../.. /v/a/up")
+	sub := func(sub, dst string, extra ...string) string {
+		return "type=volume,src=sv,dst=" + dst + ",volume-subpath=" + sub + strings.Join(extra, "")
+	}
+	if out := dockerOK(t, d, "run", "--rm", "--mount", sub("a/b", "/d"), ref, "sh", "-c", "ls /d; cat /d/f"); out != "f\ndeep" {
+		t.Errorf("subpath a/b: %q", out)
+	}
+	if out := dockerOK(t, d, "run", "--rm", "--mount", sub("t", "/t.txt"), ref, "cat", "/t.txt"); out != "top" {
+		t.Errorf("file subpath t: %q", out)
+	}
+	if out := dockerOK(t, d, "run", "--rm", "--mount", sub("a", "/d", ",readonly"), ref, "sh", "-c", "(touch /d/x) 2>&1; ls /d"); !strings.Contains(out, "Read-only file system") || !strings.HasSuffix(out, "b\nup") {
+		t.Errorf("read-only subpath a: %q", out)
+	}
+	// A symlink is followed inside the volume, as if it were the root.
+	if out := dockerOK(t, d, "run", "--rm", "--mount", sub("a/up", "/d"), ref, "ls", "/d"); out != "a\nesc\nt" {
+		t.Errorf("subpath a/up (../../..) shows %q, want the volume's top", out)
+	}
+	if out, err := d.Docker(t, "run", "--rm", "--mount", sub("esc", "/d"), ref, "ls", "/d"); err == nil || !strings.Contains(out, "cannot access path") {
+		t.Errorf("subpath esc (a link to /etc): %v, %q", err, out)
+	}
+	if out, err := d.Docker(t, "run", "--rm", "--mount", sub("nope", "/d"), ref, "true"); err == nil || !strings.Contains(out, "cannot access path") || !strings.Contains(out, "no such file or directory") {
+		t.Errorf("missing subpath: %v, %q", err, out)
+	}
+	for mnt, want := range map[string]string{
+		sub("../x", "/d"):                     "subpath must be a relative path within the volume",
+		sub("/a", "/d"):                       "subpath must be a relative path within the volume",
+		"type=volume,dst=/d,volume-subpath=a": "must not set Subpath when using anonymous volumes",
+	} {
+		if out, err := d.Docker(t, "create", "--mount", mnt, ref, "true"); err == nil || !strings.Contains(out, want) {
+			t.Errorf("create --mount %s: %v, %q", mnt, err, out)
+		}
+	}
+	// The staging binds go once the container is made.
+	dockerOK(t, d, "run", "-d", "--name", "subr", "--mount", sub("a/b", "/d"), ref, "sleep", "300")
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/mountinfo", enginePID(t, d))); err != nil || strings.Contains(string(b), "subpath-") {
+		t.Errorf("staging binds left in the engine: %v\n%s", err, b)
+	}
+	if out := dockerOK(t, d, "exec", "subr", "cat", "/d/f"); out != "deep" {
+		t.Errorf("the running container's subpath: %q", out)
+	}
+	// --volumes-from does not widen it to the whole volume.
+	if out, err := d.Docker(t, "run", "--rm", "--volumes-from", "subr", ref, "true"); err == nil || !strings.Contains(out, "has a subpath") {
+		t.Errorf("--volumes-from a container with a subpath: %v, %q", err, out)
+	}
+	dockerOK(t, d, "rm", "-f", "subr")
+	if ps := dockerOK(t, d, "ps", "-aq"); ps != "" {
+		t.Errorf("containers left: %q", ps)
+	}
+	dockerOK(t, d, "volume", "rm", "sv")
 }

@@ -26,8 +26,9 @@
 //     hosts without them).
 //   - privileged containers get every capability, no masked or read-only
 //     paths and a writable /sys and cgroupfs, but not the host's device nodes.
-//   - --gpus, --device-cgroup-rule, volume subpaths and image mounts are
-//     refused with errdefs.ErrNotImplemented. --device binds the host's
+//   - --gpus, --device-cgroup-rule and image mounts are refused with
+//     errdefs.ErrNotImplemented. Volume subpaths are bound from where the
+//     engine staged them (Input.Subpaths). --device binds the host's
 //     node (a user namespace cannot mknod), with a device cgroup rule. Volumes are the engine's to make (package
 //     engine/volume): Build binds the directories Input.Volumes names, and
 //     the mount points --volumes-from copied at create (Input.Inherited).

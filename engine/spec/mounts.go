@@ -200,7 +200,11 @@ func (b *builder) specMount(m mount.Mount) (specs.Mount, error) {
 		return tmpfsMount(dst, opts), nil
 	case mount.TypeVolume:
 		if o := m.VolumeOptions; o != nil && o.Subpath != "" {
-			return specs.Mount{}, fmt.Errorf("volume at %s: volume subpaths are not supported yet: %w", dst, errdefs.ErrNotImplemented)
+			src, ok := b.in.Subpaths[dst]
+			if !ok {
+				return specs.Mount{}, fmt.Errorf("volume at %s: its subpath %s was not prepared: %w", dst, o.Subpath, errdefs.ErrInvalidArgument)
+			}
+			return volumeMount(dst, src, m.ReadOnly), nil
 		}
 		dir, ok := b.in.Volumes[dst]
 		if !ok {

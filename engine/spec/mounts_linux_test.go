@@ -135,7 +135,9 @@ func TestBuildMountsField(t *testing.T) {
 			want: specs.Mount{Destination: "/v", Type: "bind", Source: vol, Options: []string{"rbind", "rprivate"}}},
 		{name: "volume ro", m: mount.Mount{Type: "volume", Source: "v", Target: "/v", ReadOnly: true},
 			want: specs.Mount{Destination: "/v", Type: "bind", Source: vol, Options: []string{"rbind", "rprivate", "ro"}}},
-		{name: "volume subpath", m: mount.Mount{Type: "volume", Source: "v", Target: "/v", VolumeOptions: &mount.VolumeOptions{Subpath: "x"}}, err: errdefs.ErrNotImplemented},
+		{name: "volume subpath unprepared", m: mount.Mount{Type: "volume", Source: "v", Target: "/v", VolumeOptions: &mount.VolumeOptions{Subpath: "x"}}, err: errdefs.ErrInvalidArgument, text: "not prepared"},
+		{name: "volume subpath", m: mount.Mount{Type: "volume", Source: "v", Target: "/s", ReadOnly: true, VolumeOptions: &mount.VolumeOptions{Subpath: "x"}},
+			want: specs.Mount{Destination: "/s", Type: "bind", Source: "/staged/x", Options: []string{"rbind", "rprivate", "ro"}}},
 		{name: "image", m: mount.Mount{Type: "image", Source: "busybox", Target: "/i"}, err: errdefs.ErrNotImplemented},
 		{name: "npipe", m: mount.Mount{Type: "npipe", Source: "x", Target: "/p"}, err: errdefs.ErrInvalidArgument, text: "mount type unknown"},
 	}
@@ -144,6 +146,7 @@ func TestBuildMountsField(t *testing.T) {
 			in := testInput(t)
 			in.HostConfig.Mounts = []mount.Mount{tt.m}
 			in.Volumes = map[string]string{"/v": vol}
+			in.Subpaths = map[string]string{"/s": "/staged/x"}
 			s, _, err := Build(in)
 			if tt.err != nil {
 				if !errors.Is(err, tt.err) || !strings.Contains(fmtErr(err), tt.text) {

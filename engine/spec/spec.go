@@ -69,6 +69,9 @@ type Input struct {
 	// containers at create (volumes and binds), mounted where the
 	// container's own Binds, Mounts and Tmpfs are not.
 	Inherited []container.MountPoint
+	// Subpaths are, by destination, where the engine bound the subpaths of
+	// volume mounts (VolumeOptions.Subpath), resolved inside their volume.
+	Subpaths map[string]string
 	// Rootless: the engine runs in a user namespace (rootlesskit's), so it
 	// cannot raise rlimits above its own and the host's IPC namespace is
 	// not its own.
