@@ -49,7 +49,7 @@ func (e *Engine) openCpTarget(ctx context.Context, ref, p string, rootfsOnly boo
 	if mp == nil {
 		return t, nil
 	}
-	mroot, err := openFSRoot(mp.Source)
+	mroot, err := openMountRoot(c, mp)
 	if err != nil {
 		done()
 		return nil, err

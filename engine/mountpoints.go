@@ -140,7 +140,7 @@ func (e *Engine) volumesFrom(ctx context.Context, raw string) ([]containertypes.
 	readOnly := false
 	for _, m := range strings.Split(mode, ",") {
 		switch m {
-		case "", "rw", "z", "Z": // z and Z relabel for SELinux, which hutch does not
+		case "", "rw", "z", "Z", "consistent", "cached", "delegated": // SELinux labels and macOS consistency: nothing to do here
 		case "ro":
 			readOnly = true
 		default:
@@ -156,7 +156,7 @@ func (e *Engine) volumesFrom(ctx context.Context, raw string) ([]containertypes.
 		if mp.Type != mounttypes.TypeVolume && mp.Type != mounttypes.TypeBind {
 			continue
 		}
-		if hasSubpath(src.HostConfig, mp.Destination) {
+		if subpathOf(src.HostConfig, mp.Destination) != "" {
 			// The record's source is the whole volume: copied as it is,
 			// it would show more than the other container sees.
 			return nil, errdefs.ErrNotImplemented.WithMessage(fmt.Sprintf("--volumes-from %s: its volume at %s has a subpath, which is not copied yet", ref, mp.Destination))
@@ -168,17 +168,17 @@ func (e *Engine) volumesFrom(ctx context.Context, raw string) ([]containertypes.
 	return out, nil
 }
 
-// hasSubpath tells whether hc mounts a volume subpath at dst.
-func hasSubpath(hc *containertypes.HostConfig, dst string) bool {
+// subpathOf is the subpath of the volume hc mounts at dst, if any.
+func subpathOf(hc *containertypes.HostConfig, dst string) string {
 	if hc == nil {
-		return false
+		return ""
 	}
 	for _, m := range hc.Mounts {
 		if m.Type == mounttypes.TypeVolume && m.VolumeOptions != nil && m.VolumeOptions.Subpath != "" && path.Clean(m.Target) == dst {
-			return true
+			return m.VolumeOptions.Subpath
 		}
 	}
-	return false
+	return ""
 }
 
 // inheritedMounts are c's mount points that --volumes-from copied.

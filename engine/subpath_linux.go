@@ -10,6 +10,7 @@ import (
 
 	"github.com/containerd/errdefs"
 	"github.com/hutch-engine/hutch/engine/container"
+	containertypes "github.com/moby/moby/api/types/container"
 	mounttypes "github.com/moby/moby/api/types/mount"
 	"golang.org/x/sys/unix"
 )
@@ -99,4 +100,21 @@ func stageSubpath(root, sub, staging string) error {
 		return fmt.Errorf("binding volume subpath %s: %w", sub, err)
 	}
 	return nil
+}
+
+// openMountRoot opens the directory a bind or volume mount of c shows:
+// its source, or the subpath of the volume, found inside the volume as at
+// start.
+func openMountRoot(c *container.Container, mp *containertypes.MountPoint) (*fsRoot, error) {
+	r, err := openFSRoot(mp.Source)
+	sub := subpathOf(c.HostConfig, mp.Destination)
+	if err != nil || sub == "" {
+		return r, err
+	}
+	defer r.Close()
+	fd, err := r.open(sub, unix.O_PATH|unix.O_DIRECTORY)
+	if err != nil {
+		return nil, fmt.Errorf("volume at %s, subpath %s: %w", mp.Destination, sub, err)
+	}
+	return &fsRoot{fd: fd, path: filepath.Join(mp.Source, sub)}, nil
 }

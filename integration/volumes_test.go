@@ -429,6 +429,18 @@ func TestVolumeSubpath(t *testing.T) {
 	if out := dockerOK(t, d, "exec", "subr", "cat", "/d/f"); out != "deep" {
 		t.Errorf("the running container's subpath: %q", out)
 	}
+	// docker cp goes through the subpath too.
+	hostFile := filepath.Join(t.TempDir(), "new")
+	if err := os.WriteFile(hostFile, []byte("copied\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dockerOK(t, d, "cp", hostFile, "subr:/d/new")
+	if out := dockerOK(t, d, "exec", "subr", "cat", "/d/new"); out != "copied" {
+		t.Errorf("docker cp into the subpath, read in the container: %q", out)
+	}
+	if out := dockerOK(t, d, "run", "--rm", "-v", "sv:/v", ref, "ls", "/v", "/v/a/b"); out != "/v:\na\nesc\nt\n\n/v/a/b:\nf\nnew" {
+		t.Errorf("the volume after docker cp through the subpath: %q", out)
+	}
 	// --volumes-from does not widen it to the whole volume.
 	if out, err := d.Docker(t, "run", "--rm", "--volumes-from", "subr", ref, "true"); err == nil || !strings.Contains(out, "has a subpath") {
 		t.Errorf("--volumes-from a container with a subpath: %v, %q", err, out)
