@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -23,9 +25,6 @@ func (e *Engine) ContainerTop(ctx context.Context, ref, psArgs string) (containe
 	if err != nil {
 		return containertypes.TopResponse{}, err
 	}
-	if psArgs != "" && psArgs != "-ef" && psArgs != "-f" {
-		return containertypes.TopResponse{}, errdefs.ErrNotImplemented.WithMessage(fmt.Sprintf("ps options %q are not supported: hutch lists processes itself (ps -ef columns)", psArgs))
-	}
 	client := e.runs.client(c.ID)
 	if !c.State.Running() || client == nil {
 		return containertypes.TopResponse{}, errdefs.ErrConflict.WithMessage(fmt.Sprintf("container %s is not running", c.ID))
@@ -34,14 +33,53 @@ func (e *Engine) ContainerTop(ctx context.Context, ref, psArgs string) (containe
 	if err != nil {
 		return containertypes.TopResponse{}, fmt.Errorf("container %s: %w", c.ID, err)
 	}
-	top := containertypes.TopResponse{Titles: []string{"UID", "PID", "PPID", "C", "STIME", "TTY", "TIME", "CMD"}, Processes: [][]string{}}
-	boot := bootTime()
-	for _, pid := range pids {
-		if row := psRow(pid, boot); row != nil {
-			top.Processes = append(top.Processes, row)
+	var top containertypes.TopResponse
+	if psArgs == "" || psArgs == "-ef" || psArgs == "-f" {
+		// The default, read from /proc without running ps.
+		top = containertypes.TopResponse{Titles: []string{"UID", "PID", "PPID", "C", "STIME", "TTY", "TIME", "CMD"}, Processes: [][]string{}}
+		boot := bootTime()
+		for _, pid := range pids {
+			if row := psRow(pid, boot); row != nil {
+				top.Processes = append(top.Processes, row)
+			}
 		}
+	} else if top, err = psTop(ctx, psArgs, pids); err != nil {
+		return containertypes.TopResponse{}, err
 	}
 	e.containerEvent(c, eventtypes.ActionTop, nil)
+	return top, nil
+}
+
+// psTop runs ps with the client's options, as Docker does, and keeps the
+// rows of the container's processes: those whose PID column is one of
+// pids, the last column keeping its spaces.
+func psTop(ctx context.Context, psArgs string, pids []string) (containertypes.TopResponse, error) {
+	var stderr strings.Builder
+	cmd := exec.CommandContext(ctx, "ps", strings.Fields(psArgs)...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return containertypes.TopResponse{}, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("Error running ps: %v: %s", err, strings.TrimSpace(stderr.String())))
+	}
+	return parsePS(string(out), pids)
+}
+
+// parsePS reads the output of ps as Docker does.
+func parsePS(out string, pids []string) (containertypes.TopResponse, error) {
+	lines := strings.Split(out, "\n")
+	top := containertypes.TopResponse{Titles: strings.Fields(lines[0]), Processes: [][]string{}}
+	pidCol := slices.Index(top.Titles, "PID")
+	if pidCol < 0 {
+		return containertypes.TopResponse{}, errdefs.ErrInvalidArgument.WithMessage("Couldn't find PID field in ps output")
+	}
+	for _, line := range lines[1:] {
+		f := strings.Fields(line)
+		if len(f) < len(top.Titles) || !slices.Contains(pids, f[pidCol]) {
+			continue
+		}
+		last := len(top.Titles) - 1
+		top.Processes = append(top.Processes, append(f[:last:last], strings.Join(f[last:], " ")))
+	}
 	return top, nil
 }
 

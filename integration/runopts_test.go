@@ -5,6 +5,7 @@ package integration
 import (
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -138,4 +139,28 @@ func TestDevices(t *testing.T) {
 	if ps := dockerOK(t, d, "ps", "-aq"); ps != "" {
 		t.Errorf("containers left: %q", ps)
 	}
+}
+
+// docker top with ps options runs ps with them, as Docker does, and keeps
+// the container's processes; without a PID column there is nothing to
+// keep them by.
+func TestTopPsOptions(t *testing.T) {
+	d, ref := pulled(t)
+	dockerOK(t, d, "run", "-d", "--name", "tp", ref, "sh", "-c", "sleep 300 & wait $!")
+	out := dockerOK(t, d, "top", "tp", "aux")
+	lines := strings.Split(out, "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "USER") || !strings.Contains(lines[0], "%CPU") ||
+		!strings.HasSuffix(lines[1], "sh -c sleep 300 & wait $!") || !strings.HasSuffix(lines[2], "sleep 300") {
+		t.Errorf("docker top tp aux:\n%s", out)
+	}
+	if out := dockerOK(t, d, "top", "tp", "-o", "pid,comm"); !regexp.MustCompile(`^PID +COMMAND\n\d+ +sh\n\d+ +sleep$`).MatchString(out) {
+		t.Errorf("docker top tp -o pid,comm:\n%s", out)
+	}
+	if out, err := d.Docker(t, "top", "tp", "-o", "comm"); err == nil || !strings.Contains(out, "Couldn't find PID field in ps output") {
+		t.Errorf("docker top without a PID column: %v, %q", err, out)
+	}
+	if out, err := d.Docker(t, "top", "tp", "--no-such-option"); err == nil || !strings.Contains(out, "Error running ps") {
+		t.Errorf("docker top with a bad option: %v, %q", err, out)
+	}
+	dockerOK(t, d, "rm", "-f", "tp")
 }
