@@ -189,17 +189,20 @@ func validateHostConfig(hc *containertypes.HostConfig) error {
 	if mode := hc.NetworkMode; mode.IsContainer() && mode.ConnectedContainer() == "" {
 		return errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid network mode: %s", mode))
 	}
-	// Bind sources are checked at create, so that docker run fails before
-	// anything is made (Docker creates missing -v sources; hutch refuses).
+	// -v specifications are checked at create; a missing source is made
+	// at start, as Docker does (createBindSources).
 	for _, b := range hc.Binds {
-		m, err := spec.ParseBind(b)
-		if err != nil {
+		if _, err := spec.ParseBind(b); err != nil {
 			return err
 		}
-		if m.Type == "bind" {
-			if _, err := os.Stat(m.Source); err != nil {
-				return errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid mount config for type \"bind\": bind source path does not exist: %s", m.Source))
-			}
+	}
+	// A --mount bind needs its source, unless it asks for it to be made.
+	for _, m := range hc.Mounts {
+		if m.Type != "bind" || m.Source == "" || (m.BindOptions != nil && m.BindOptions.CreateMountpoint) {
+			continue
+		}
+		if _, err := os.Stat(m.Source); errors.Is(err, os.ErrNotExist) {
+			return errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid mount config for type \"bind\": bind source path does not exist: %s", m.Source))
 		}
 	}
 	if _, err := logRotation(hc); err != nil {

@@ -128,6 +128,34 @@ func (e *Engine) containerMounts(ctx context.Context, cfg *containertypes.Config
 	return cm, nil
 }
 
+// createBindSources makes the missing sources of c's binds before a start,
+// as Docker does: those of -v (HostConfig.Binds) always, those of --mount
+// when they ask for it (BindOptions.CreateMountpoint, which compose sets
+// for its short syntax). They are the user's own directories, made by the
+// engine's user.
+func createBindSources(hc *containertypes.HostConfig) error {
+	var srcs []string
+	for _, b := range hc.Binds {
+		if m, err := spec.ParseBind(b); err == nil && m.Type == mounttypes.TypeBind {
+			srcs = append(srcs, m.Source)
+		}
+	}
+	for _, m := range hc.Mounts {
+		if m.Type == mounttypes.TypeBind && m.BindOptions != nil && m.BindOptions.CreateMountpoint && path.IsAbs(m.Source) {
+			srcs = append(srcs, m.Source)
+		}
+	}
+	for _, src := range srcs {
+		if _, err := os.Lstat(src); !errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err := os.MkdirAll(src, 0o755); err != nil {
+			return fmt.Errorf("error while creating mount source path '%s': %w", src, err)
+		}
+	}
+	return nil
+}
+
 // volumesFrom is one --volumes-from entry ("container[:ro|rw]"): the
 // volume and bind mount points of that container, as Docker copies them
 // (read-only with ro, else as they are there; tmpfs mounts are not

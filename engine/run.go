@@ -242,6 +242,9 @@ func startAge(c *container.Container, now time.Time) time.Time {
 // startShim mounts the rootfs, writes the bundle and spawns the shim with
 // the container created but not started.
 func (e *Engine) startShim(ctx context.Context, c *container.Container) (*shim.Client, error) {
+	if err := createBindSources(c.HostConfig); err != nil {
+		return nil, err
+	}
 	endMount := e.phase("start/mount", c.ID)
 	rootfs, err := e.images.MountRootfs(ctx, c.Runtime.RootfsID)
 	endMount()

@@ -219,7 +219,7 @@ func TestContainerSettings(t *testing.T) {
 		{"bind read", []string{"-v", host + ":/h", ref, "cat", "/h/in.txt"}, "from host", false},
 		{"bind write", []string{"-v", host + ":/h", ref, "sh", "-c", "echo hi > /h/out.txt && echo ok"}, "ok", false},
 		{"bind ro", []string{"-v", host + ":/h:ro", ref, "sh", "-c", "echo x > /h/no.txt"}, "Read-only file system", true},
-		{"missing bind source", []string{"-v", "/no/such/dir:/h", ref, "true"}, "bind source path does not exist", true},
+		{"bind source not makeable", []string{"-v", "/no/such/dir:/h", ref, "true"}, "error while creating mount source path '/no/such/dir'", true},
 		{"read-only rootfs", []string{"--read-only", ref, "touch", "/x"}, "Read-only file system", true},
 		{"tmpfs", []string{"--read-only", "--tmpfs", "/scratch", ref, "sh", "-c", "echo t > /scratch/f && cat /scratch/f"}, "t\n", false},
 		{"cap drop", []string{"--cap-drop", "CHOWN", ref, "chown", "1:1", "/tmp"}, "Operation not permitted", true},

@@ -3,13 +3,19 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	containertypes "github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
+	"github.com/moby/moby/client"
 )
 
 // --pid container:<name> runs the container in the PID namespace of a
@@ -163,4 +169,52 @@ func TestTopPsOptions(t *testing.T) {
 		t.Errorf("docker top with a bad option: %v, %q", err, out)
 	}
 	dockerOK(t, d, "rm", "-f", "tp")
+}
+
+// A -v source that does not exist is made at start, as Docker does, and
+// so is a --mount bind source with bind-create-src (compose's short
+// syntax asks for it); other --mount binds need their source.
+func TestBindSourceCreated(t *testing.T) {
+	d, ref := pulled(t)
+	base := t.TempDir()
+	made := filepath.Join(base, "new", "sub")
+	dockerOK(t, d, "create", "--name", "later", "-v", made+":/d", ref, "sh", "-c", "echo in > /d/f")
+	if _, err := os.Stat(made); !os.IsNotExist(err) {
+		t.Errorf("the source exists after create alone: %v", err)
+	}
+	dockerOK(t, d, "start", "-a", "later")
+	if b, err := os.ReadFile(filepath.Join(made, "f")); err != nil || string(b) != "in\n" {
+		t.Errorf("the made source holds %q, %v", b, err)
+	}
+	if fi, err := os.Stat(made); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o755 {
+		t.Errorf("the made source: %v, %v", fi, err)
+	}
+	// The CLI has no flag for CreateMountpoint: the SDK, as compose.
+	m2 := filepath.Join(base, "m2")
+	c, ctx := d.Client(t), context.Background()
+	created, err := c.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Config: &containertypes.Config{Image: ref, Cmd: []string{"touch", "/m/x"}},
+		HostConfig: &containertypes.HostConfig{Mounts: []mount.Mount{{Type: mount.TypeBind, Source: m2, Target: "/m",
+			BindOptions: &mount.BindOptions{CreateMountpoint: true}}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := dockerOK(t, d, "wait", created.ID); got != "0" {
+		t.Errorf("the CreateMountpoint container exited %s", got)
+	}
+	if _, err := os.Stat(filepath.Join(m2, "x")); err != nil {
+		t.Errorf("CreateMountpoint: %v", err)
+	}
+	dockerOK(t, d, "rm", created.ID)
+	if out, err := d.Docker(t, "run", "--rm", "--mount", "type=bind,src="+filepath.Join(base, "nope")+",dst=/m", ref, "true"); err == nil || !strings.Contains(out, "bind source path does not exist") {
+		t.Errorf("--mount with a missing source: %v, %q", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(base, "nope")); !os.IsNotExist(err) {
+		t.Errorf("a --mount source was made: %v", err)
+	}
+	dockerOK(t, d, "rm", "later")
 }

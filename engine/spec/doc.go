@@ -35,6 +35,7 @@
 //   - a read-only bind is read-only on its top mount only ("ro"), unless the
 //     mount asks for ReadOnlyForceRecursive ("rro"); Docker picks "rro" by
 //     default on kernels that have mount_setattr.
-//   - a missing bind source is an error for -v too (Docker creates a
-//     directory for -v).
+//   - a missing bind source is an error here: the engine makes those of -v
+//     and of --mount bind-create-src (directories) before Build, as Docker
+//     does.
 package spec

@@ -234,9 +234,7 @@ func (b *builder) bindMount(m mount.Mount, dst string) (specs.Mount, error) {
 		bo = &mount.BindOptions{}
 	}
 	if _, err := os.Stat(src); errors.Is(err, fs.ErrNotExist) {
-		if bo.CreateMountpoint {
-			return specs.Mount{}, fmt.Errorf("bind source path does not exist: %s (CreateMountpoint is not supported yet): %w", src, errdefs.ErrNotImplemented)
-		}
+		// The engine made those -v and CreateMountpoint ask for.
 		return specs.Mount{}, invalid(fmt.Errorf("bind source path does not exist: %s", src))
 	} else if err != nil {
 		return specs.Mount{}, fmt.Errorf("bind source %s: %w", src, err)
