@@ -57,15 +57,27 @@ func TestSDKVolumesStatsEvents(t *testing.T) {
 		t.Errorf("restart policy after update: %+v, %v", in.Container.HostConfig.RestartPolicy, err)
 	}
 
-	st, err := c.ContainerStats(ctx, created.ID, client.ContainerStatsOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// A start returns once the init is told to exec the command, as
+	// runc's does: for a moment the init may still be the runtime's
+	// (several threads). One sample is taken until it is sleep.
 	var s containertypes.StatsResponse
-	err = json.NewDecoder(st.Body).Decode(&s)
-	st.Body.Close()
-	if err != nil || s.Name != "/sdkc" || s.PidsStats.Current != 1 || s.MemoryStats.Usage == 0 || s.CPUStats.SystemUsage == 0 {
-		t.Errorf("stats: %+v, %v", s, err)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		st, err := c.ContainerStats(ctx, created.ID, client.ContainerStatsOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s = containertypes.StatsResponse{}
+		err = json.NewDecoder(st.Body).Decode(&s)
+		st.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.PidsStats.Current == 1 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if s.Name != "/sdkc" || s.PidsStats.Current != 1 || s.MemoryStats.Usage == 0 || s.CPUStats.SystemUsage == 0 {
+		t.Errorf("stats: %+v", s)
 	}
 
 	du, err := c.DiskUsage(ctx, client.DiskUsageOptions{Volumes: true, Containers: true, Verbose: true})
