@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	containertypes "github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
@@ -80,15 +79,10 @@ func TestIpcContainer(t *testing.T) {
 	if !shmMounted() {
 		t.Errorf("no /dev/shm of %s in the engine's mounts", id)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if out, err := d.Docker(t, "exec", "donor", "cat", "/dev/shm/f"); err == nil && strings.TrimSpace(out) == "hi" {
-			break
-		} else if time.Now().After(deadline) {
-			t.Fatalf("the donor's /dev/shm/f: %v, %q", err, out)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitFor(t, func() bool {
+		out, err := d.Docker(t, "exec", "donor", "cat", "/dev/shm/f")
+		return err == nil && strings.TrimSpace(out) == "hi"
+	})
 	donorNS := dockerOK(t, d, "exec", "donor", "readlink", "/proc/self/ns/ipc")
 	out := dockerOK(t, d, "run", "--rm", "--ipc", "container:donor", ref, "sh", "-c", "readlink /proc/self/ns/ipc; cat /dev/shm/f; echo back > /dev/shm/g; df -k /dev/shm | tail -1")
 	lines := strings.Split(out, "\n")

@@ -10,7 +10,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 )
 
 // Named volumes: docker volume create, inspect, ls and rm, data kept from
@@ -255,15 +254,10 @@ func TestTmpfsVolume(t *testing.T) {
 		t.Errorf("volume inspect = %q", got)
 	}
 	dockerOK(t, d, "run", "-d", "--name", "writer", "-v", "tv:/data", ref, "sh", "-c", "echo one > /data/f; sleep 300")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if out, err := d.Docker(t, "exec", "writer", "cat", "/data/f"); err == nil && strings.TrimSpace(out) == "one" {
-			break
-		} else if time.Now().After(deadline) {
-			t.Fatalf("the writer's file: %v, %q", err, out)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitFor(t, func() bool {
+		out, err := d.Docker(t, "exec", "writer", "cat", "/data/f")
+		return err == nil && strings.TrimSpace(out) == "one"
+	})
 	// A second container shares the mount while the first runs.
 	out := dockerOK(t, d, "run", "--rm", "-v", "tv:/data", ref, "sh", "-c",
 		`cat /data/f; grep " /data " /proc/mounts; stat -c %a /data; dd if=/dev/zero of=/data/big bs=1024 count=4096 2>&1; ls /data`)
@@ -280,18 +274,13 @@ func TestTmpfsVolume(t *testing.T) {
 	// --mount with volume options makes one too; docker restart remounts.
 	dockerOK(t, d, "run", "-d", "--name", "mt", "--mount", "type=volume,source=tv2,target=/d,volume-opt=type=tmpfs,volume-opt=device=tmpfs,volume-opt=o=size=1m", ref, "sh", "-c", "ls /d; touch /d/x; grep ' /d ' /proc/mounts; sleep 300")
 	dockerOK(t, d, "restart", "-t", "0", "mt")
-	deadline = time.Now().Add(10 * time.Second)
-	for {
-		logs, _ := d.Docker(t, "logs", "mt")
-		if strings.Count(logs, "size=1024k") == 2 {
-			if strings.Contains(logs, "x\n") {
-				t.Errorf("the restarted container found the first run's file:\n%s", logs)
-			}
-			break
-		} else if time.Now().After(deadline) {
-			t.Fatalf("logs of mt: %q", logs)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var logs string
+	waitFor(t, func() bool {
+		logs, _ = d.Docker(t, "logs", "mt")
+		return strings.Count(logs, "size=1024k") == 2
+	})
+	if strings.Contains(logs, "x\n") {
+		t.Errorf("the restarted container found the first run's file:\n%s", logs)
 	}
 	dockerOK(t, d, "rm", "-f", "mt")
 	// A word tmpfs does not take is refused at create, and makes nothing.
