@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/containerd/errdefs"
@@ -176,6 +177,11 @@ func (e *Engine) createWarnings(hc *containertypes.HostConfig) []string {
 	for _, d := range r.Devices {
 		if p := d.CgroupPermissions; p != "" {
 			lr.Devices = append(lr.Devices, specs.LinuxDeviceCgroup{Allow: true, Type: "c", Access: p})
+		}
+	}
+	for _, raw := range r.DeviceCgroupRules {
+		if f := strings.Fields(raw); len(f) == 3 {
+			lr.Devices = append(lr.Devices, specs.LinuxDeviceCgroup{Allow: true, Type: f[0], Access: f[2]})
 		}
 	}
 	w := shim.AdjustSpec(spec, e.host)

@@ -133,6 +133,12 @@ func TestDevices(t *testing.T) {
 	} else if !strings.Contains(out, "Operation not permitted") {
 		t.Errorf("--device :r where the device cgroup applies: %q", out)
 	}
+	// --device-cgroup-rule adds rules; one narrower than rw is warned of
+	// where no device cgroup applies.
+	out, err = d.Docker(t, "run", "--rm", "--device-cgroup-rule", "c 1:3 rwm", "--device-cgroup-rule", "c 1:5 r", ref, "echo", "ran")
+	if err != nil || !strings.HasSuffix(strings.TrimSpace(out), "ran") || cgroupV1() != strings.Contains(out, "Device access r discarded") {
+		t.Errorf("--device-cgroup-rule: %v, %q", err, out)
+	}
 	if out, err := d.Docker(t, "run", "--rm", "--device", "/dev/nope", ref, "true"); err == nil || !strings.Contains(out, `error gathering device information while adding custom device "/dev/nope"`) {
 		t.Errorf("--device /dev/nope: %v, %q", err, out)
 	}

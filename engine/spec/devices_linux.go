@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/containerd/errdefs"
@@ -119,4 +120,32 @@ func (d userDevice) mount() specs.Mount {
 // rule allows the device in the device cgroup.
 func (d userDevice) rule() specs.LinuxDeviceCgroup {
 	return specs.LinuxDeviceCgroup{Allow: true, Type: d.typ, Major: ptr(d.major), Minor: ptr(d.minor), Access: d.access}
+}
+
+// parseDeviceRule reads a --device-cgroup-rule as Docker does:
+// "type major:minor access", type a, b or c, "*" for any number, access a
+// subset of rwm.
+func parseDeviceRule(raw string) (specs.LinuxDeviceCgroup, error) {
+	invalid := fmt.Errorf("invalid device cgroup format '%s': %w", raw, errdefs.ErrInvalidArgument)
+	f := strings.Fields(raw)
+	if len(f) != 3 || (f[0] != "a" && f[0] != "b" && f[0] != "c") || f[2] == "" || strings.Trim(f[2], "rwm") != "" {
+		return specs.LinuxDeviceCgroup{}, invalid
+	}
+	majStr, minStr, ok := strings.Cut(f[1], ":")
+	if !ok {
+		return specs.LinuxDeviceCgroup{}, invalid
+	}
+	num := func(s string) (*int64, bool) {
+		if s == "*" {
+			return nil, true
+		}
+		n, err := strconv.ParseInt(s, 10, 64)
+		return &n, err == nil && n >= 0
+	}
+	major, ok1 := num(majStr)
+	minor, ok2 := num(minStr)
+	if !ok1 || !ok2 {
+		return specs.LinuxDeviceCgroup{}, invalid
+	}
+	return specs.LinuxDeviceCgroup{Allow: true, Type: f[0], Major: major, Minor: minor, Access: f[2]}, nil
 }

@@ -26,12 +26,14 @@
 //     hosts without them).
 //   - privileged containers get every capability, no masked or read-only
 //     paths and a writable /sys and cgroupfs, but not the host's device nodes.
-//   - --gpus, --device-cgroup-rule and image mounts are refused with
-//     errdefs.ErrNotImplemented. Volume subpaths are bound from where the
-//     engine staged them (Input.Subpaths). --device binds the host's
-//     node (a user namespace cannot mknod), with a device cgroup rule. Volumes are the engine's to make (package
-//     engine/volume): Build binds the directories Input.Volumes names, and
-//     the mount points --volumes-from copied at create (Input.Inherited).
+//   - --gpus and image mounts are refused with errdefs.ErrNotImplemented.
+//   - volumes are the engine's to make (package engine/volume): Build binds
+//     the directories Input.Volumes names, the mount points --volumes-from
+//     copied at create (Input.Inherited), and volume subpaths where the
+//     engine staged them (Input.Subpaths).
+//   - --device binds the host's node (a user namespace cannot mknod) with a
+//     device cgroup rule; --device-cgroup-rule adds rules. Both apply only
+//     where the host enforces a device cgroup.
 //   - a read-only bind is read-only on its top mount only ("ro"), unless the
 //     mount asks for ReadOnlyForceRecursive ("rro"); Docker picks "rro" by
 //     default on kernels that have mount_setattr.

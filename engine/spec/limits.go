@@ -101,8 +101,6 @@ func (b *builder) resources() (*specs.LinuxResources, error) {
 	switch {
 	case len(r.DeviceRequests) > 0:
 		return nil, fmt.Errorf("device requests (--gpus) are not supported yet: %w", errdefs.ErrNotImplemented)
-	case len(r.DeviceCgroupRules) > 0:
-		return nil, fmt.Errorf("--device-cgroup-rule is not supported yet: %w", errdefs.ErrNotImplemented)
 	case r.NanoCPUs > 0 && r.CPUPeriod > 0:
 		//lint:ignore ST1005 Docker's wording, which clients show as is
 		return nil, fmt.Errorf("Conflicting options: Nano CPUs and CPU Period cannot both be set: %w", errdefs.ErrInvalidArgument)
@@ -124,6 +122,13 @@ func (b *builder) resources() (*specs.LinuxResources, error) {
 	b.devices = devs
 	for _, d := range devs {
 		res.Devices = append(res.Devices, d.rule())
+	}
+	for _, raw := range r.DeviceCgroupRules {
+		rule, err := parseDeviceRule(raw)
+		if err != nil {
+			return nil, err
+		}
+		res.Devices = append(res.Devices, rule)
 	}
 
 	var mem specs.LinuxMemory

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -366,4 +367,55 @@ func TestBuildShm(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestParseDeviceRule(t *testing.T) {
+	for raw, want := range map[string]string{
+		"c 1:3 rwm":       "c 1:3 rwm",
+		"b *:* r":         "b *:* r",
+		"a 7:* mw":        "a 7:* mw",
+		"c 1:3":           "",
+		"x 1:3 rwm":       "",
+		"c 1-3 rwm":       "",
+		"c 1:3 rwx":       "",
+		"c -1:3 rwm":      "",
+		"c 1:3 rwm extra": "",
+	} {
+		r, err := parseDeviceRule(raw)
+		if want == "" {
+			if err == nil || !errors.Is(err, errdefs.ErrInvalidArgument) || !strings.Contains(err.Error(), "invalid device cgroup format") {
+				t.Errorf("%q: %+v, %v; want an error", raw, r, err)
+			}
+			continue
+		}
+		if err != nil || deviceRuleString(r) != want {
+			t.Errorf("%q: %s, %v", raw, deviceRuleString(r), err)
+		}
+	}
+}
+
+func deviceRuleString(r specs.LinuxDeviceCgroup) string {
+	n := func(p *int64) string {
+		if p == nil {
+			return "*"
+		}
+		return strconv.FormatInt(*p, 10)
+	}
+	return r.Type + " " + n(r.Major) + ":" + n(r.Minor) + " " + r.Access
+}
+
+func FuzzParseDeviceRule(f *testing.F) {
+	for _, s := range []string{"c 1:3 rwm", "b *:* r", "a 7:* m", "c 1:3", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		r, err := parseDeviceRule(raw)
+		if err != nil {
+			return
+		}
+		// What it accepts reads back the same.
+		if again, err := parseDeviceRule(deviceRuleString(r)); err != nil || deviceRuleString(again) != deviceRuleString(r) {
+			t.Errorf("%q gave %s, which reads as %s, %v", raw, deviceRuleString(r), deviceRuleString(again), err)
+		}
+	})
 }
