@@ -44,7 +44,7 @@ func (e *Engine) ContainerStats(ctx context.Context, ref string, req StatsReques
 	sample := func() containertypes.StatsResponse {
 		s := containertypes.StatsResponse{ID: c.ID, Name: "/" + strings.TrimPrefix(c.Name, "/"), OSType: "linux", Read: time.Now().UTC()}
 		if client := e.runs.client(c.ID); client != nil {
-			procStats(client.Pid(), &s)
+			procStats(client.Pid(), sharesPIDs(c), &s)
 			if c.HostConfig != nil && c.HostConfig.NetworkMode.IsHost() {
 				s.Networks = nil // the host's, not the container's
 			}
@@ -97,8 +97,8 @@ func keepRising(s *containertypes.StatsResponse, prev containertypes.StatsRespon
 const ticks = 100
 
 // procStats fills s from /proc for the container whose init is initPid.
-func procStats(initPid int, s *containertypes.StatsResponse) {
-	pids, err := containerProcesses(initPid)
+func procStats(initPid int, shared bool, s *containertypes.StatsResponse) {
+	pids, err := containerProcesses(initPid, shared)
 	if err != nil {
 		return
 	}

@@ -18,7 +18,7 @@ func TestProcStats(t *testing.T) {
 		buf[i] = 1
 	}
 	var s containertypes.StatsResponse
-	procStats(os.Getpid(), &s)
+	procStats(os.Getpid(), false, &s)
 	u := s.CPUStats.CPUUsage
 	if u.TotalUsage == 0 || u.TotalUsage != u.UsageInUsermode+u.UsageInKernelmode || s.CPUStats.SystemUsage < u.TotalUsage || s.CPUStats.OnlineCPUs == 0 {
 		t.Errorf("cpu stats %+v", s.CPUStats)

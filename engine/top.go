@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
+	"github.com/hutch-engine/hutch/engine/container"
 	containertypes "github.com/moby/moby/api/types/container"
 	eventtypes "github.com/moby/moby/api/types/events"
 	"golang.org/x/sys/unix"
@@ -29,7 +30,7 @@ func (e *Engine) ContainerTop(ctx context.Context, ref, psArgs string) (containe
 	if !c.State.Running() || client == nil {
 		return containertypes.TopResponse{}, errdefs.ErrConflict.WithMessage(fmt.Sprintf("container %s is not running", c.ID))
 	}
-	pids, err := containerProcesses(client.Pid())
+	pids, err := containerProcesses(client.Pid(), sharesPIDs(c))
 	if err != nil {
 		return containertypes.TopResponse{}, fmt.Errorf("container %s: %w", c.ID, err)
 	}
@@ -83,10 +84,16 @@ func parsePS(out string, pids []string) (containertypes.TopResponse, error) {
 	return top, nil
 }
 
+// sharesPIDs tells whether c runs in a pid namespace that is not its own
+// (--pid host or container:<id>).
+func sharesPIDs(c *container.Container) bool {
+	return c.HostConfig != nil && (c.HostConfig.PidMode.IsHost() || c.HostConfig.PidMode.IsContainer())
+}
+
 // containerProcesses are the pids of the processes in the pid namespace of
-// the container whose init is initPid: with --pid host, which shares ours,
-// the init and its descendants only.
-func containerProcesses(initPid int) ([]string, error) {
+// the container whose init is initPid: in a namespace it shares (shared,
+// or ours with --pid host), the init and its descendants only.
+func containerProcesses(initPid int, shared bool) ([]string, error) {
 	nsOf := func(pid string) string {
 		l, _ := os.Readlink(filepath.Join("/proc", pid, "ns", "pid"))
 		return l
@@ -107,7 +114,7 @@ func containerProcesses(initPid int) ([]string, error) {
 			continue
 		}
 		ns := nsOf(pid)
-		if ns != initNS || (ns == self && pid != strconv.Itoa(initPid) && !descendantOf(pid, initPid)) {
+		if ns != initNS || ((shared || ns == self) && pid != strconv.Itoa(initPid) && !descendantOf(pid, initPid)) {
 			continue
 		}
 		pids = append(pids, pid)

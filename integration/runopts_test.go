@@ -37,6 +37,10 @@ func TestPidContainer(t *testing.T) {
 	// A joiner signals the other's processes; a joiner that runs on
 	// ends with the namespace's first process.
 	dockerOK(t, d, "run", "-d", "--name", "joiner", "--pid", "container:target", ref, "sleep", "301")
+	// Its top is its own processes, not the namespace's.
+	if top := dockerOK(t, d, "top", "joiner"); !strings.Contains(top, "sleep 301") || strings.Contains(top, "sleep 300") {
+		t.Errorf("docker top joiner:\n%s", top)
+	}
 	dockerOK(t, d, "run", "--rm", "--pid", "container:target", ref, "sh", "-c", "kill $(ps -o pid,args | awk '$2 == \"sleep\" && $3 == \"300\" {print $1}')")
 	if got := dockerOK(t, d, "wait", "target"); got != "143" {
 		t.Errorf("target's exit after its sleep was killed from the joiner: %q", got)
