@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/containerd/errdefs"
@@ -143,8 +142,8 @@ func (e *Engine) ContainerCreate(ctx context.Context, req CreateRequest) (contai
 // enforce (cgroup v1 rootless): the shim strips them at start.
 func (e *Engine) createWarnings(hc *containertypes.HostConfig) []string {
 	r := hc.Resources
-	spec := &specs.Spec{Linux: &specs.Linux{Resources: &specs.LinuxResources{}}}
-	lr := spec.Linux.Resources
+	sp := &specs.Spec{Linux: &specs.Linux{Resources: &specs.LinuxResources{}}}
+	lr := sp.Linux.Resources
 	if r.Memory > 0 || r.MemoryReservation > 0 || r.MemorySwap > 0 {
 		lr.Memory = &specs.LinuxMemory{}
 		if r.Memory > 0 {
@@ -180,11 +179,11 @@ func (e *Engine) createWarnings(hc *containertypes.HostConfig) []string {
 		}
 	}
 	for _, raw := range r.DeviceCgroupRules {
-		if f := strings.Fields(raw); len(f) == 3 {
-			lr.Devices = append(lr.Devices, specs.LinuxDeviceCgroup{Allow: true, Type: f[0], Access: f[2]})
+		if rule, err := spec.ParseDeviceRule(raw); err == nil { // a bad one fails the start
+			lr.Devices = append(lr.Devices, rule)
 		}
 	}
-	w := shim.AdjustSpec(spec, e.host)
+	w := shim.AdjustSpec(sp, e.host)
 	if len(w) == 0 {
 		return nil
 	}

@@ -55,7 +55,6 @@ func unmountShm(c *container.Container) {
 // must share, as Docker checks). The release it returns unmounts what it
 // mounted.
 func (e *Engine) ipcShare(ctx context.Context, c *container.Container, in *spec.Input) (release func(), err error) {
-	release = func() {}
 	switch mode := c.HostConfig.IpcMode; {
 	case mode.IsShareable():
 		if in.ShmPath, err = mountShm(c); err != nil {
@@ -72,5 +71,5 @@ func (e *Engine) ipcShare(ctx context.Context, c *container.Container, in *spec.
 		}
 		in.IpcNSPath, in.ShmPath = path, shmDir(other)
 	}
-	return release, nil
+	return func() {}, nil
 }

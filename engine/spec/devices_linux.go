@@ -122,10 +122,10 @@ func (d userDevice) rule() specs.LinuxDeviceCgroup {
 	return specs.LinuxDeviceCgroup{Allow: true, Type: d.typ, Major: ptr(d.major), Minor: ptr(d.minor), Access: d.access}
 }
 
-// parseDeviceRule reads a --device-cgroup-rule as Docker does:
+// ParseDeviceRule reads a --device-cgroup-rule as Docker does:
 // "type major:minor access", type a, b or c, "*" for any number, access a
 // subset of rwm.
-func parseDeviceRule(raw string) (specs.LinuxDeviceCgroup, error) {
+func ParseDeviceRule(raw string) (specs.LinuxDeviceCgroup, error) {
 	invalid := fmt.Errorf("invalid device cgroup format '%s': %w", raw, errdefs.ErrInvalidArgument)
 	f := strings.Fields(raw)
 	if len(f) != 3 || (f[0] != "a" && f[0] != "b" && f[0] != "c") || f[2] == "" || strings.Trim(f[2], "rwm") != "" {

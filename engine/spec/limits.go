@@ -124,7 +124,7 @@ func (b *builder) resources() (*specs.LinuxResources, error) {
 		res.Devices = append(res.Devices, d.rule())
 	}
 	for _, raw := range r.DeviceCgroupRules {
-		rule, err := parseDeviceRule(raw)
+		rule, err := ParseDeviceRule(raw)
 		if err != nil {
 			return nil, err
 		}

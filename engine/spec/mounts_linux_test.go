@@ -381,7 +381,7 @@ func TestParseDeviceRule(t *testing.T) {
 		"c -1:3 rwm":      "",
 		"c 1:3 rwm extra": "",
 	} {
-		r, err := parseDeviceRule(raw)
+		r, err := ParseDeviceRule(raw)
 		if want == "" {
 			if err == nil || !errors.Is(err, errdefs.ErrInvalidArgument) || !strings.Contains(err.Error(), "invalid device cgroup format") {
 				t.Errorf("%q: %+v, %v; want an error", raw, r, err)
@@ -409,12 +409,12 @@ func FuzzParseDeviceRule(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
-		r, err := parseDeviceRule(raw)
+		r, err := ParseDeviceRule(raw)
 		if err != nil {
 			return
 		}
 		// What it accepts reads back the same.
-		if again, err := parseDeviceRule(deviceRuleString(r)); err != nil || deviceRuleString(again) != deviceRuleString(r) {
+		if again, err := ParseDeviceRule(deviceRuleString(r)); err != nil || deviceRuleString(again) != deviceRuleString(r) {
 			t.Errorf("%q gave %s, which reads as %s, %v", raw, deviceRuleString(r), deviceRuleString(again), err)
 		}
 	})
