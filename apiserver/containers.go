@@ -162,12 +162,20 @@ func (s *Server) containerLogs(w http.ResponseWriter, r *http.Request) error {
 	if tty {
 		ct = "application/vnd.docker.raw-stream"
 	}
-	w.Header().Set("Content-Type", ct)
-	w.WriteHeader(http.StatusOK)
 	fw := &flushWriter{w: w}
-	fw.flush()
+	began := false
+	req.Begin = func() {
+		began = true
+		w.Header().Set("Content-Type", ct)
+		w.WriteHeader(http.StatusOK)
+		fw.flush()
+	}
 	stdout, stderr := streams(fw, tty)
-	return s.backend.ContainerLogs(r.Context(), ref, req, stdout, stderr)
+	err = s.backend.ContainerLogs(r.Context(), ref, req, stdout, stderr)
+	if err == nil && !began {
+		req.Begin() // a container never started: an empty log
+	}
+	return err
 }
 
 // streams frames stdout and stderr with stdcopy's 8-byte header, or sends

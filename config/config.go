@@ -42,6 +42,10 @@ type Config struct {
 	Network            bool     `json:"network"`
 	InsecureRegistries []string `json:"insecure_registries,omitempty"`
 	RegistryMirrors    []string `json:"registry_mirrors,omitempty"`
+	// LogDriver and LogOpts are the log driver of containers that name
+	// none, and its options (daemon.json's log-driver and log-opts).
+	LogDriver string            `json:"log_driver,omitempty"`
+	LogOpts   map[string]string `json:"log_opts,omitempty"`
 	// Warnings found on the host (preflight), shown in /info.
 	Warnings []string `json:"warnings,omitempty"`
 }
@@ -51,14 +55,16 @@ const EnvConfig = "_HUTCH_DAEMON_CONFIG"
 
 // fileConfig is the subset of Docker's daemon.json that hutch reads.
 type fileConfig struct {
-	DataRoot           string   `json:"data-root"`
-	LogLevel           string   `json:"log-level"`
-	InsecureRegistries []string `json:"insecure-registries"`
-	RegistryMirrors    []string `json:"registry-mirrors"`
-	Hosts              []string `json:"hosts"`
-	TLSCert            string   `json:"tlscert"`
-	TLSKey             string   `json:"tlskey"`
-	TLSCACert          string   `json:"tlscacert"`
+	DataRoot           string            `json:"data-root"`
+	LogLevel           string            `json:"log-level"`
+	InsecureRegistries []string          `json:"insecure-registries"`
+	RegistryMirrors    []string          `json:"registry-mirrors"`
+	LogDriver          string            `json:"log-driver"`
+	LogOpts            map[string]string `json:"log-opts"`
+	Hosts              []string          `json:"hosts"`
+	TLSCert            string            `json:"tlscert"`
+	TLSKey             string            `json:"tlskey"`
+	TLSCACert          string            `json:"tlscacert"`
 }
 
 // loadFile reads daemon.json; a missing file is no error.

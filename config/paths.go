@@ -105,6 +105,7 @@ func Resolve(f Flags) (*Config, error) {
 	}
 	c.InsecureRegistries = fc.InsecureRegistries
 	c.RegistryMirrors = fc.RegistryMirrors
+	c.LogDriver, c.LogOpts = fc.LogDriver, fc.LogOpts
 	hosts := f.Hosts
 	if len(hosts) == 0 {
 		hosts = fc.Hosts

@@ -19,6 +19,8 @@ import (
 	"strings"
 	"syscall"
 
+	containertypes "github.com/moby/moby/api/types/container"
+
 	"github.com/hutch-engine/hutch/apiserver"
 	"github.com/hutch-engine/hutch/config"
 	"github.com/hutch-engine/hutch/engine"
@@ -188,6 +190,7 @@ func runEngine(ctx context.Context, c *config.Config, log *slog.Logger) error {
 		APIVersion:    apiserver.MaxAPIVersion,
 		MinAPIVersion: apiserver.MinAPIVersion,
 		Logger:        log,
+		LogConfig:     containertypes.LogConfig{Type: c.LogDriver, Config: c.LogOpts},
 	})
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -126,6 +127,10 @@ type LogsRequest struct {
 	// Since and Until are Docker's timestamps: unix seconds (with an
 	// optional fraction), RFC 3339, or a duration before now ("10m").
 	Since, Until string
+	// Begin, when set, is called once the request is found good, before
+	// the first line is written: the API answers errors before it with
+	// their own status.
+	Begin func()
 }
 
 // ContainerLogs writes the container's log to stdout and stderr; with
@@ -152,7 +157,10 @@ func (e *Engine) ContainerLogs(ctx context.Context, ref string, req LogsRequest,
 }
 
 func (e *Engine) copyLogs(ctx context.Context, c *container.Container, req LogsRequest, stdout, stderr io.Writer) error {
-	opts := jsonlog.ReadOptions{Tail: -1}
+	if c.HostConfig.LogConfig.Type == logNone {
+		return errLogsNotReadable
+	}
+	opts := jsonlog.ReadOptions{Tail: -1, Gunzip: gunzip}
 	if req.Tail != "" && req.Tail != "all" {
 		n, err := strconv.Atoi(req.Tail)
 		if err != nil {
@@ -180,7 +188,10 @@ func (e *Engine) copyLogs(ctx context.Context, c *container.Container, req LogsR
 		}()
 		opts.Follow, opts.Done = true, stop
 	}
-	return jsonlog.Read(ctx, c.LogPath, opts, func(le jsonlog.Entry) error {
+	if req.Begin != nil {
+		req.Begin()
+	}
+	return jsonlog.Read(ctx, e.logFile(c), opts, func(le jsonlog.Entry) error {
 		w := stdout
 		if le.Stream == "stderr" {
 			w = stderr
@@ -238,3 +249,6 @@ func (e *Engine) ContainerResize(ctx context.Context, ref string, height, width 
 	e.containerEvent(c, eventtypes.ActionResize, map[string]string{"height": strconv.Itoa(int(height)), "width": strconv.Itoa(int(width))})
 	return nil
 }
+
+// gunzip reads the rotated log files compress=true compressed.
+func gunzip(r io.Reader) (io.ReadCloser, error) { return gzip.NewReader(r) }

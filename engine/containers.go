@@ -7,15 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
-	"github.com/docker/go-units"
 	"github.com/hutch-engine/hutch/engine/container"
 	"github.com/hutch-engine/hutch/engine/shim"
-	"github.com/hutch-engine/hutch/engine/shim/jsonlog"
 	"github.com/hutch-engine/hutch/engine/spec"
 	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
 	containertypes "github.com/moby/moby/api/types/container"
@@ -48,6 +45,9 @@ func (e *Engine) ContainerCreate(ctx context.Context, req CreateRequest) (contai
 		hc = &containertypes.HostConfig{}
 	}
 	if err := validateHostConfig(hc); err != nil {
+		return containertypes.CreateResponse{}, err
+	}
+	if err := e.mergeLogConfig(&hc.LogConfig); err != nil {
 		return containertypes.CreateResponse{}, err
 	}
 	if err := validateHealthcheck(req.Config.Healthcheck); err != nil {
@@ -117,7 +117,10 @@ func (e *Engine) ContainerCreate(ctx context.Context, req CreateRequest) (contai
 		return containertypes.CreateResponse{}, err
 	}
 	dir := e.containers.Dir(id)
-	c.LogPath = filepath.Join(dir, id+"-json.log")
+	if hc.LogConfig.Type == logJSONFile {
+		// The local driver's file is its own business, as on Docker.
+		c.LogPath = filepath.Join(dir, id+"-json.log")
+	}
 	c.Runtime = container.Runtime{
 		RootfsID:  rootfsID,
 		BundleDir: filepath.Join(e.opts.StateDir, "containers", id),
@@ -209,9 +212,6 @@ func validateHostConfig(hc *containertypes.HostConfig) error {
 		if _, err := os.Stat(m.Source); errors.Is(err, os.ErrNotExist) {
 			return errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid mount config for type \"bind\": bind source path does not exist: %s", m.Source))
 		}
-	}
-	if _, err := logRotation(hc); err != nil {
-		return err
 	}
 	if err := checkRestartPolicy(hc.RestartPolicy); err != nil {
 		return err
@@ -458,41 +458,4 @@ func (e *Engine) ContainerPrune(ctx context.Context, filters string) (containert
 		}
 	}
 	return rep, nil
-}
-
-// logRotation reads the json-file options of --log-opt as Docker does.
-func logRotation(hc *containertypes.HostConfig) (jsonlog.Rotation, error) {
-	var rot jsonlog.Rotation
-	switch hc.LogConfig.Type {
-	case "", "json-file":
-	default:
-		return rot, errdefs.ErrNotImplemented.WithMessage(fmt.Sprintf("logging driver %q is not supported: hutch writes json-file logs", hc.LogConfig.Type))
-	}
-	for k, v := range hc.LogConfig.Config {
-		switch k {
-		case "max-size":
-			if v == "-1" {
-				continue
-			}
-			n, err := units.RAMInBytes(v)
-			if err != nil || n <= 0 {
-				return rot, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid value for log opt max-size: %q", v))
-			}
-			rot.MaxSize = n
-		case "max-file":
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 {
-				return rot, errdefs.ErrInvalidArgument.WithMessage("max-file cannot be less than 1")
-			}
-			rot.MaxFiles = n
-		case "labels", "labels-regex", "env", "env-regex", "tag":
-			// Attributes of each line; hutch's lines carry none.
-		default:
-			return rot, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("unknown log opt '%s' for json-file log driver", k))
-		}
-	}
-	if rot.MaxFiles > 1 && rot.MaxSize == 0 {
-		return rot, errdefs.ErrInvalidArgument.WithMessage("max-file cannot be set without max-size")
-	}
-	return rot, nil
 }

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync"
 
+	containertypes "github.com/moby/moby/api/types/container"
+
 	"github.com/hutch-engine/hutch/engine/container"
 	"github.com/hutch-engine/hutch/engine/events"
 	"github.com/hutch-engine/hutch/engine/shim"
@@ -56,6 +58,9 @@ type Options struct {
 	Images ImageStore
 	// Debug makes shims log at debug level.
 	Debug bool
+	// LogConfig is the log driver and options of containers that name
+	// none (daemon.json's log-driver and log-opts; json-file when empty).
+	LogConfig containertypes.LogConfig
 }
 
 // Engine is the daemon's domain service.
@@ -88,6 +93,9 @@ type Engine struct {
 func New(ctx context.Context, opts Options) (*Engine, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if err := checkDefaultLogConfig(opts.LogConfig); err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(opts.DataRoot, 0o700); err != nil {
 		return nil, fmt.Errorf("data root: %w", err)

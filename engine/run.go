@@ -338,7 +338,7 @@ func (e *Engine) startShim(ctx context.Context, c *container.Container) (*shim.C
 		return nil, err
 	}
 	os.Remove(c.Runtime.ExitFile)
-	rot, err := logRotation(c.HostConfig)
+	rot, err := logRotation(c.HostConfig.LogConfig)
 	if err != nil {
 		return nil, err
 	}
@@ -349,7 +349,7 @@ func (e *Engine) startShim(ctx context.Context, c *container.Container) (*shim.C
 		BundleDir:     c.Runtime.BundleDir,
 		StateDir:      filepath.Join(e.opts.StateDir, "runc"),
 		SocketPath:    c.Runtime.ShimSocket,
-		LogPath:       c.LogPath,
+		LogPath:       e.logFile(c),
 		ExitFile:      c.Runtime.ExitFile,
 		Tty:           c.Config.Tty,
 		OpenStdin:     c.Config.OpenStdin,

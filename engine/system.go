@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"os"
 	"runtime"
@@ -37,12 +38,17 @@ func (e *Engine) Info(ctx context.Context) (*system.Info, error) {
 		CgroupVersion:      cgVersion,
 		DockerRootDir:      e.opts.DataRoot,
 		ServerVersion:      version.Version,
-		LoggingDriver:      "json-file",
+		LoggingDriver:      cmp.Or(e.opts.LogConfig.Type, logJSONFile),
 		IndexServerAddress: "https://index.docker.io/v1/",
 		NGoroutines:        runtime.NumGoroutine(),
 		Warnings:           append([]string(nil), e.opts.Warnings...),
 		DefaultRuntime:     "runc",
-		Runtimes:           map[string]system.RuntimeWithStatus{"runc": {Runtime: system.Runtime{Path: "hutch-runtime"}}},
+		Plugins: system.PluginsInfo{
+			Volume:  []string{"local"},
+			Network: []string{"bridge", "host", "null"},
+			Log:     []string{logJSONFile, logLocal, logNone},
+		},
+		Runtimes: map[string]system.RuntimeWithStatus{"runc": {Runtime: system.Runtime{Path: "hutch-runtime"}}},
 	}
 	if e.images != nil {
 		info.Driver = e.images.Driver()

@@ -43,6 +43,9 @@ func Create(ctx context.Context, opts StartOptions) (*Client, error) {
 		return nil, err
 	}
 	for _, d := range []string{opts.StateDir, filepath.Dir(opts.SocketPath), filepath.Dir(opts.LogPath), filepath.Dir(opts.ExitFile)} {
+		if d == "." { // no log (--log-driver none)
+			continue
+		}
 		if err := os.MkdirAll(d, 0o711); err != nil {
 			return nil, err
 		}
@@ -141,7 +144,7 @@ func (o *StartOptions) validate() error {
 		"BundleDir": o.BundleDir, "StateDir": o.StateDir, "SocketPath": o.SocketPath,
 		"LogPath": o.LogPath, "ExitFile": o.ExitFile, "ShimBinary": o.ShimBinary, "RuntimeBinary": o.RuntimeBinary,
 	} {
-		if !filepath.IsAbs(p) {
+		if !filepath.IsAbs(p) && (name != "LogPath" || p != "") {
 			return fmt.Errorf("shim: %s %q is not absolute: %w", name, p, errdefs.ErrInvalidArgument)
 		}
 	}

@@ -29,7 +29,8 @@ type StartOptions struct {
 	StateDir string
 	// SocketPath is where the shim listens for attach/resize/kill/wait/exec.
 	SocketPath string
-	// LogPath receives the container's output in Docker's json-file format.
+	// LogPath receives the container's output in Docker's json-file format
+	// ("": kept nowhere, --log-driver none).
 	LogPath string
 	// LogRotation is the json-file max-size/max-file.
 	LogRotation jsonlog.Rotation

@@ -38,15 +38,21 @@ type Writer struct {
 	rot  Rotation
 	buf  []byte
 	now  func() time.Time
+	// compress gzips a rotated file p to p.gz (Rotation.Compress).
+	compress func(p string)
+	// zip counts the compressions of rotated files under way.
+	zip sync.WaitGroup
 }
 
-// Rotation is Docker's json-file max-size and max-file: once the log
-// would grow past MaxSize bytes it is renamed to path.1 (path.1 to path.2,
-// …, keeping MaxFiles files in all) and a new one is started. MaxSize 0
-// means no rotation; MaxFiles below 2 means the log is truncated instead.
+// Rotation is Docker's json-file max-size, max-file and compress: once
+// the log would grow past MaxSize bytes it is renamed to path.1 (path.1 to
+// path.2, …, keeping MaxFiles files in all) and a new one is started.
+// MaxSize 0 means no rotation; MaxFiles below 2 means the log is truncated
+// instead. Compress gzips each rotated file to path.N.gz.
 type Rotation struct {
 	MaxSize  int64 `json:"maxSize,omitempty"`
 	MaxFiles int   `json:"maxFiles,omitempty"`
+	Compress bool  `json:"compress,omitempty"`
 }
 
 // OpenWriter opens (appending to) the json-file log at path.
@@ -69,12 +75,26 @@ func (w *Writer) rotate() error {
 		return err
 	}
 	if w.rot.MaxFiles > 1 {
-		os.Remove(rotatedName(w.path, w.rot.MaxFiles-1))
-		for i := w.rot.MaxFiles - 2; i >= 1; i-- {
-			os.Rename(rotatedName(w.path, i), rotatedName(w.path, i+1))
+		// The last rotated file is compressed before it moves on.
+		w.zip.Wait()
+		ext := ""
+		if w.rot.Compress {
+			ext = gzExt
 		}
-		if err := os.Rename(w.path, rotatedName(w.path, 1)); err != nil {
+		os.Remove(rotatedName(w.path, w.rot.MaxFiles-1) + ext)
+		for i := w.rot.MaxFiles - 2; i >= 1; i-- {
+			os.Rename(rotatedName(w.path, i)+ext, rotatedName(w.path, i+1)+ext)
+		}
+		first := rotatedName(w.path, 1)
+		if err := os.Rename(w.path, first); err != nil {
 			return err
+		}
+		if w.rot.Compress && w.compress != nil {
+			w.zip.Add(1)
+			go func() {
+				defer w.zip.Done()
+				w.compress(first)
+			}()
 		}
 	}
 	f, err := os.OpenFile(w.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND|os.O_TRUNC, 0o640)
@@ -87,8 +107,18 @@ func (w *Writer) rotate() error {
 
 func rotatedName(path string, i int) string { return path + "." + strconv.Itoa(i) }
 
-// Close closes the file; streams must be closed first.
-func (w *Writer) Close() error { return w.f.Close() }
+// CompressWith sets how rotated files are compressed when the rotation
+// asks for it: compress replaces p by p.gz, or leaves p if it cannot (the
+// shim runs gzip rather than link a compressor into every shim). Without
+// it rotated files stay as they are; readers take either.
+func (w *Writer) CompressWith(compress func(p string)) { w.compress = compress }
+
+// Close closes the file once a compression under way is done; streams
+// must be closed first.
+func (w *Writer) Close() error {
+	w.zip.Wait()
+	return w.f.Close()
+}
 
 // Stream returns a writer that splits its input into messages of stream
 // ("stdout" or "stderr"). Close flushes a trailing partial line.
@@ -199,6 +229,9 @@ type ReadOptions struct {
 	Tail   int
 	Follow bool
 	Done   <-chan struct{}
+	// Gunzip reads the rotated files that are compressed (path.N.gz);
+	// without it they are an error.
+	Gunzip func(io.Reader) (io.ReadCloser, error)
 }
 
 // Read calls fn for each selected entry of the json-file log at path,
@@ -214,12 +247,12 @@ func Read(ctx context.Context, path string, opts ReadOptions, fn func(Entry) err
 	start, off := 0, int64(0)
 	if opts.Tail >= 0 {
 		var err error
-		if start, off, err = tailStart(files, opts.Tail); err != nil {
+		if start, off, err = tailStart(files, opts.Tail, opts.Gunzip); err != nil {
 			return err
 		}
 	}
 	for i := start; i < len(files)-1; i++ {
-		if err := readFile(ctx, files[i], off, ReadOptions{Since: opts.Since, Until: opts.Until}, fn); err != nil {
+		if err := readFile(ctx, files[i], off, ReadOptions{Since: opts.Since, Until: opts.Until, Gunzip: opts.Gunzip}, fn); err != nil {
 			if errors.Is(err, errStop) {
 				return nil
 			}
@@ -243,7 +276,10 @@ func logFiles(path string) []string {
 	for i := 1; ; i++ {
 		p := rotatedName(path, i)
 		if _, err := os.Stat(p); err != nil {
-			break
+			p += gzExt
+			if _, err := os.Stat(p); err != nil {
+				break
+			}
 		}
 		rotated = append([]string{p}, rotated...)
 	}
@@ -256,17 +292,12 @@ func logFiles(path string) []string {
 }
 
 // tailStart finds the file and offset where the last n lines begin.
-func tailStart(files []string, n int) (int, int64, error) {
+func tailStart(files []string, n int, gunzip func(io.Reader) (io.ReadCloser, error)) (int, int64, error) {
 	for i := len(files) - 1; i >= 0; i-- {
-		f, err := os.Open(files[i])
+		off, found, err := fileTailOffset(files[i], n, gunzip)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
-		if err != nil {
-			return 0, 0, err
-		}
-		off, found, err := tailOffset(f, n)
-		f.Close()
 		if err != nil {
 			return 0, 0, err
 		}
@@ -281,10 +312,11 @@ func tailStart(files []string, n int) (int, int64, error) {
 // readFile reads one file from off; with opts.Follow it goes on as the
 // file grows and across a rotation of path.
 func readFile(ctx context.Context, path string, off int64, opts ReadOptions, fn func(Entry) error) error {
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) && !opts.Follow {
-		return nil
+	if !opts.Follow {
+		// A rotated file: it may be compressed, or be compressed meanwhile.
+		return readRotated(path, off, opts, fn)
 	}
+	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
@@ -301,29 +333,12 @@ func readFile(ctx context.Context, path string, off int64, opts ReadOptions, fn 
 	var pending []byte
 	doneSeen := false
 	for {
-		chunk, err := br.ReadSlice('\n')
-		if len(chunk) > 0 {
-			pending = append(pending, chunk...)
-		}
-		switch {
-		case err == nil:
-			stop, ferr := deliver(pending, opts, fn)
-			pending = pending[:0]
-			if ferr != nil {
-				return ferr
-			}
-			if stop {
-				return errStop
-			}
-			continue
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case !errors.Is(err, io.EOF):
+		if err := drain(br, &pending, opts, fn); err != nil {
 			return err
 		}
 		// At the end of what is written so far; pending holds a line whose
 		// writer has not finished it yet.
-		if !opts.Follow || doneSeen {
+		if doneSeen {
 			return nil
 		}
 		if replaced(f, path) {
@@ -352,6 +367,33 @@ func readFile(ctx context.Context, path string, off int64, opts ReadOptions, fn 
 		case <-w.wait():
 		case <-time.After(250 * time.Millisecond):
 			// A rotation may have moved the watched file away.
+		}
+	}
+}
+
+// drain delivers the complete lines of br up to its end. pending holds
+// the start of a line not finished yet, on entry and on return.
+func drain(br *bufio.Reader, pending *[]byte, opts ReadOptions, fn func(Entry) error) error {
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(chunk) > 0 {
+			*pending = append(*pending, chunk...)
+		}
+		switch {
+		case err == nil:
+			stop, ferr := deliver(*pending, opts, fn)
+			*pending = (*pending)[:0]
+			if ferr != nil {
+				return ferr
+			}
+			if stop {
+				return errStop
+			}
+		case errors.Is(err, bufio.ErrBufferFull):
+		case errors.Is(err, io.EOF):
+			return nil
+		default:
+			return err
 		}
 	}
 }

@@ -33,15 +33,20 @@ func (s *server) create(bundle string) error {
 	if err != nil {
 		return err
 	}
-	logw, err := jsonlog.OpenWriter(cfg.LogPath, cfg.LogRotation)
-	if err != nil {
-		pr.closeAll()
-		return err
+	var logw *jsonlog.Writer
+	if cfg.LogPath != "" { // "" is --log-driver none
+		if logw, err = jsonlog.OpenWriter(cfg.LogPath, cfg.LogRotation); err != nil {
+			pr.closeAll()
+			return err
+		}
+		logw.CompressWith(s.gzipLog)
 	}
 	reply, initExit, err := s.runtime(&wire.RuntimeRequest{Op: wire.RuntimeCreate, Bundle: bundle, Files: roles}, files)
 	if err != nil {
 		pr.closeAll()
-		_ = logw.Close()
+		if logw != nil {
+			_ = logw.Close()
+		}
 		return err
 	}
 	s.pid, s.fifo, s.stateDir, s.needsDel = reply.Pid, reply.Fifo, reply.StateDir, reply.NeedsDelete
@@ -55,6 +60,9 @@ func (s *server) create(bundle string) error {
 		return s.abort(err)
 	}
 	for i := range pr.outputs {
+		if logw == nil {
+			break
+		}
 		name := "stdout"
 		if pr.outputs[i].stream == wire.StreamStderr {
 			name = "stderr"
@@ -207,7 +215,9 @@ func (s *server) finish(ws unix.WaitStatus) {
 	s.log.debug("init exited")
 	s.init.finish(outputGrace)
 	s.finishExecs()
-	_ = s.logw.Close()
+	if s.logw != nil {
+		_ = s.logw.Close()
+	}
 	s.log.debug("output ended")
 	oom := s.removeContainer()
 	s.log.debug("destroyed")

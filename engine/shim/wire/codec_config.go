@@ -13,6 +13,9 @@ func (c *Config) MarshalJSON() ([]byte, error) {
 	if c.LogRotation.MaxFiles != 0 {
 		rot.Int("maxFiles", int64(c.LogRotation.MaxFiles))
 	}
+	if c.LogRotation.Compress {
+		rot.Bool("compress", true)
+	}
 	o := tinyjson.NewObject(nil).Str("id", c.ID).Str("stateDir", c.StateDir).Str("socketPath", c.SocketPath).
 		Str("logPath", c.LogPath).Raw("logRotation", rot.End()).Str("exitFile", c.ExitFile)
 	for _, f := range []struct {
@@ -37,7 +40,8 @@ func (c *Config) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes what MarshalJSON encodes.
 func (c *Config) UnmarshalJSON(b []byte) error {
-	rot := fields{"maxSize": tinyjson.IntInto(&c.LogRotation.MaxSize), "maxFiles": tinyjson.IntInto(&c.LogRotation.MaxFiles)}
+	rot := fields{"maxSize": tinyjson.IntInto(&c.LogRotation.MaxSize), "maxFiles": tinyjson.IntInto(&c.LogRotation.MaxFiles),
+		"compress": tinyjson.BoolInto(&c.LogRotation.Compress)}
 	return tinyjson.Decode(b, fields{
 		"id": tinyjson.StringInto(&c.ID), "stateDir": tinyjson.StringInto(&c.StateDir),
 		"socketPath": tinyjson.StringInto(&c.SocketPath), "logPath": tinyjson.StringInto(&c.LogPath),

@@ -50,7 +50,7 @@ func TestCodecRoundTrip(t *testing.T) {
 			Exit:  exit, Exec: &ExecState{ID: "e", Pid: 4, Running: true, ExitCode: 2}},
 			func() codec { return &Response{} }, nil},
 		{"exit without start", &ExitStatus{ExitCode: 1, FinishedAt: t1}, func() codec { return &ExitStatus{} }, new(plainExitStatus)},
-		{"config", &Config{ID: "c", StateDir: "/s", SocketPath: "/s.sock", LogPath: "/l", LogRotation: jsonlog.Rotation{MaxSize: 1 << 20, MaxFiles: 3},
+		{"config", &Config{ID: "c", StateDir: "/s", SocketPath: "/s.sock", LogPath: "/l", LogRotation: jsonlog.Rotation{MaxSize: 1 << 20, MaxFiles: 3, Compress: true},
 			ExitFile: "/e", Tty: true, OpenStdin: true, StdinOnce: true, Height: 24, Width: 80, Debug: true, RuntimeBinary: "/bin/hutch-runtime"},
 			func() codec { return &Config{} }, new(plainConfig)},
 		{"runtime request", &RuntimeRequest{Op: RuntimeExec, Bundle: "/b", Files: []string{FileLog, FileStdin}, Process: []byte(`{"args":["true"]}`)},
