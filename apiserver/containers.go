@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/containerd/errdefs"
 	"github.com/hutch-engine/hutch/engine"
@@ -27,6 +28,8 @@ type ContainerBackend interface {
 	// ContainerSize gives SizeRw and SizeRootFs (size=1 of list and inspect).
 	ContainerSize(ctx context.Context, ref string) (rw, rootfs int64, err error)
 	ContainerRemove(ctx context.Context, ref string, req engine.RemoveRequest) error
+	// RemoveLink is rm --link: name is /parent/alias.
+	RemoveLink(ctx context.Context, name string) error
 	ContainerRename(ctx context.Context, ref, name string) error
 	ContainerPrune(ctx context.Context, filters string) (containertypes.PruneReport, error)
 	ContainerAttach(ctx context.Context, ref string, req engine.AttachRequest, stdin io.Reader, stdout, stderr io.Writer) error
@@ -244,13 +247,46 @@ func (s *Server) containerList(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) containerRemove(w http.ResponseWriter, r *http.Request) error {
 	req := engine.RemoveRequest{Force: queryBool(r, "force"), Volumes: queryBool(r, "v")}
 	if queryBool(r, "link") {
-		return errdefs.ErrNotImplemented.WithMessage("links are not supported")
+		return s.removeLink(w, r, r.PathValue("id"))
 	}
 	if err := s.backend.ContainerRemove(r.Context(), r.PathValue("id"), req); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// linkRemove is DELETE /containers//parent/alias?link=1, docker rm --link
+// /parent/alias (linkPath takes the double slash away).
+func (s *Server) linkRemove(w http.ResponseWriter, r *http.Request) error {
+	name := "/" + r.PathValue("parent") + "/" + r.PathValue("alias")
+	if !queryBool(r, "link") {
+		return errdefs.ErrNotFound.WithMessage("No such container: " + name)
+	}
+	return s.removeLink(w, r, name)
+}
+
+func (s *Server) removeLink(w http.ResponseWriter, r *http.Request, name string) error {
+	if err := s.backend.RemoveLink(r.Context(), name); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// linkPath routes DELETE /containers//parent/alias (the CLI's path for a
+// link name, which starts with "/") as /containers/parent/alias: the
+// ServeMux would answer the double slash with a redirect, which API
+// clients do not follow for a DELETE.
+func linkPath(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rest, ok := strings.CutPrefix(r.URL.Path, "/containers//"); ok && r.Method == http.MethodDelete {
+			u := *r.URL
+			u.Path, u.RawPath = "/containers/"+rest, ""
+			r.URL = &u
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 func (s *Server) containerRename(w http.ResponseWriter, r *http.Request) error {

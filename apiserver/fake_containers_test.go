@@ -45,6 +45,8 @@ func (noContainers) ContainerList(context.Context, engine.ListRequest) ([]contai
 func (noContainers) ContainerSize(context.Context, string) (int64, int64, error) {
 	return 0, 0, errNoContainers
 }
+func (noContainers) RemoveLink(context.Context, string) error { return errdefs.ErrNotFound }
+
 func (noContainers) ContainerRemove(context.Context, string, engine.RemoveRequest) error {
 	return errNoContainers
 }

@@ -62,6 +62,7 @@ func (s *Server) routes() []route {
 		{http.MethodPost, "/containers/{id}/pause", s.containerPause},
 		{http.MethodPost, "/containers/{id}/unpause", s.containerUnpause},
 		{http.MethodDelete, "/containers/{id}", s.containerRemove},
+		{http.MethodDelete, "/containers/{parent}/{alias}", s.linkRemove},
 
 		// commit, diff, export
 		{http.MethodPost, "/commit", s.commit},

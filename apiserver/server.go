@@ -110,7 +110,7 @@ func New(b Backend, o Options) *Server {
 	// paths with the wrong method, which Docker answers with the same 404
 	// (ServeMux would otherwise send a plain-text 405).
 	mux.HandleFunc("/", notFound)
-	s.handler = s.logRecover(stripVersion(mux))
+	s.handler = s.logRecover(stripVersion(linkPath(mux)))
 	return s
 }
 

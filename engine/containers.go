@@ -50,6 +50,9 @@ func (e *Engine) ContainerCreate(ctx context.Context, req CreateRequest) (contai
 	if err := e.mergeLogConfig(&hc.LogConfig); err != nil {
 		return containertypes.CreateResponse{}, err
 	}
+	if err := e.checkLinks(ctx, hc); err != nil {
+		return containertypes.CreateResponse{}, err
+	}
 	if err := validateHealthcheck(req.Config.Healthcheck); err != nil {
 		return containertypes.CreateResponse{}, err
 	}

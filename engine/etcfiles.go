@@ -22,13 +22,14 @@ const (
 
 // writeEtcFiles writes the container's /etc/hostname, /etc/hosts and
 // /etc/resolv.conf in its bundle directory; the spec bind-mounts them.
-// The network attachment gives the addresses and resolvers.
+// The network attachment gives the addresses and resolvers; links are
+// the lines of --link (linkHosts).
 //
 // They are made anew at every start, so they need not outlive a reboot:
 // the bundle directory is in the runtime dir (tmpfs), not beside the
 // record on the data dir, where each start made three inodes and each
 // removal freed them (ext4 pays more for both under load; issue 7).
-func (e *Engine) writeEtcFiles(c *container.Container, att NetAttachment) (spec.EtcFiles, error) {
+func (e *Engine) writeEtcFiles(c *container.Container, att NetAttachment, links []string) (spec.EtcFiles, error) {
 	dir := e.etcDir(c)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return spec.EtcFiles{}, err
@@ -89,6 +90,9 @@ func (e *Engine) writeEtcFiles(c *container.Container, att NetAttachment) (spec.
 			// The host's loopback, through slirp4netns.
 			fmt.Fprintf(&hosts, "%s\thost.docker.internal\n", att.HostGateway)
 		}
+	}
+	for _, l := range links {
+		hosts.WriteString(l + "\n")
 	}
 	for _, ex := range c.HostConfig.ExtraHosts {
 		name, ip, ok := strings.Cut(ex, ":")

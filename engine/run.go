@@ -266,6 +266,10 @@ func (e *Engine) startShim(ctx context.Context, c *container.Container) (*shim.C
 			releaseVolumes()
 		}
 	}()
+	links, err := e.linkHosts(ctx, c)
+	if err != nil {
+		return nil, err
+	}
 	endNet := e.phase("start/network", c.ID)
 	att, err := e.attachNetwork(ctx, c)
 	endNet()
@@ -281,7 +285,7 @@ func (e *Engine) startShim(ctx context.Context, c *container.Container) (*shim.C
 			e.detachNetwork(context.WithoutCancel(ctx), c.ID, sandboxID(att.Settings))
 		}
 	}()
-	etc, err := e.writeEtcFiles(c, att)
+	etc, err := e.writeEtcFiles(c, att, links)
 	if err != nil {
 		return nil, err
 	}

@@ -122,7 +122,7 @@ func (m *Manager) Restore(ctx context.Context, running []*container.Container) e
 			n.eps[c.ID] = &Endpoint{
 				ID: es.EndpointID, ContainerID: c.ID, Name: strings.TrimPrefix(c.Name, "/"),
 				IP: es.IPAddress, MAC: net.HardwareAddr(es.MacAddress), Aliases: slices.Clone(es.Aliases),
-				DNSNames: slices.Clone(es.DNSNames), HostIf: hostIfName(es.EndpointID),
+				DNSNames: slices.Clone(es.DNSNames), Links: slices.Clone(es.Links), HostIf: hostIfName(es.EndpointID),
 				IfName: fmt.Sprintf("eth%d", sb.nextIf),
 			}
 			sb.order = append(sb.order, n.ID)

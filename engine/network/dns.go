@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -205,6 +206,7 @@ func (m *Manager) lookup(netID string, client netip.Addr, qname string) []netip.
 		if s, ok := strings.CutSuffix(name, "."+strings.ToLower(n.Name)); ok {
 			short = s
 		}
+		short = linkTarget(n, client, short)
 		var ips []netip.Addr
 		for _, ep := range n.eps {
 			if slices.ContainsFunc(ep.DNSNames, func(d string) bool { return strings.EqualFold(d, short) }) {
@@ -217,6 +219,27 @@ func (m *Manager) lookup(netID string, client netip.Addr, qname string) []netip.
 		}
 	}
 	return nil
+}
+
+// linkTarget is the container name a link alias of client's endpoint on
+// n stands for (--link db:alias on a user network), else name.
+func linkTarget(n *netState, client netip.Addr, name string) string {
+	for _, ep := range n.eps {
+		if ep.IP != client {
+			continue
+		}
+		for _, l := range ep.Links {
+			target, alias, ok := strings.Cut(l, ":")
+			if !ok {
+				alias = target
+			}
+			target = strings.TrimPrefix(target, "/")
+			if _, a := path.Split(alias); strings.EqualFold(a, name) {
+				return strings.ToLower(target)
+			}
+		}
+	}
+	return name
 }
 
 // reverse answers a PTR query for an address of the client's networks.

@@ -401,6 +401,7 @@ func (m *Manager) reserveLocked(ctx context.Context, sb *sandbox, n *netState, c
 	}
 	if cfg != nil {
 		ep.Aliases = slices.Clone(cfg.Aliases)
+		ep.Links = slices.Clone(cfg.Links)
 	}
 	if n.UserDefined() {
 		ep.DNSNames = dnsNames(c, ep.Aliases)

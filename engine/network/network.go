@@ -83,6 +83,9 @@ type Endpoint struct {
 	MAC      net.HardwareAddr
 	Aliases  []string
 	DNSNames []string
+	// Links are --link name:alias on a user network: alias answers as
+	// name, for this container's queries alone.
+	Links []string
 	// IfName is the interface inside the container (eth0, eth1…).
 	IfName string
 	// HostIf is the veth end on the bridge.
