@@ -100,9 +100,6 @@ func (e *Engine) logFile(c *container.Container) string {
 
 // logRotation reads a log config's options as its driver does.
 func logRotation(lc containertypes.LogConfig) (jsonlog.Rotation, error) {
-	invalid := func(format string, a ...any) (jsonlog.Rotation, error) {
-		return jsonlog.Rotation{}, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf(format, a...))
-	}
 	switch {
 	case lc.Type == logNone:
 		// Docker takes any option for none.
@@ -159,11 +156,13 @@ func logRotation(lc containertypes.LogConfig) (jsonlog.Rotation, error) {
 	return rot, nil
 }
 
+// invalid is a refused log option: Docker's 400 with its message.
+func invalid(format string, a ...any) (jsonlog.Rotation, error) {
+	return jsonlog.Rotation{}, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf(format, a...))
+}
+
 // localRotation reads the local driver's options over its defaults.
 func localRotation(opts map[string]string) (jsonlog.Rotation, error) {
-	invalid := func(format string, a ...any) (jsonlog.Rotation, error) {
-		return jsonlog.Rotation{}, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf(format, a...))
-	}
 	rot := jsonlog.Rotation{MaxSize: 20 << 20, MaxFiles: 5, Compress: true}
 	for k, v := range opts {
 		switch k {

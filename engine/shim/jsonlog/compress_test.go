@@ -30,6 +30,23 @@ func gzipFile(p string) {
 	}
 }
 
+// writeLines writes "line 00" … to a log rotated as rot, compressed by
+// gzipFile.
+func writeLines(t *testing.T, path string, rot Rotation, n int) {
+	t.Helper()
+	w, err := OpenWriter(path, rot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.CompressWith(gzipFile)
+	out := w.Stream("stdout")
+	for i := range n {
+		fmt.Fprintf(out, "line %02d\n", i)
+	}
+	out.Close()
+	w.Close()
+}
+
 func gunzip(r io.Reader) (io.ReadCloser, error) { return gzip.NewReader(r) }
 
 func readLines(t *testing.T, path string, opts ReadOptions) []string {
@@ -47,17 +64,7 @@ func readLines(t *testing.T, path string, opts ReadOptions) []string {
 
 func TestLogRotationCompressed(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "c-json.log")
-	w, err := OpenWriter(path, Rotation{MaxSize: 300, MaxFiles: 4, Compress: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.CompressWith(gzipFile)
-	out := w.Stream("stdout")
-	for i := range 40 {
-		fmt.Fprintf(out, "line %02d\n", i)
-	}
-	out.Close()
-	w.Close()
+	writeLines(t, path, Rotation{MaxSize: 300, MaxFiles: 4, Compress: true}, 40)
 	for _, p := range []string{path + ".1", path + ".2", path + ".3"} {
 		if _, err := os.Stat(p); !os.IsNotExist(err) {
 			t.Errorf("%s left uncompressed: %v", p, err)
@@ -100,7 +107,7 @@ func TestLogRotationCompressed(t *testing.T) {
 	}
 	// Without a way to read them, compressed files are an error, not a
 	// silently shorter log.
-	err = Read(context.Background(), path, ReadOptions{Tail: -1}, func(Entry) error { return nil })
+	err := Read(context.Background(), path, ReadOptions{Tail: -1}, func(Entry) error { return nil })
 	if err == nil || !strings.Contains(err.Error(), "no way to read it") {
 		t.Errorf("read without Gunzip: %v", err)
 	}
@@ -110,16 +117,7 @@ func TestLogRotationCompressed(t *testing.T) {
 // path.1.gz between its listing and its open: the same lines either way.
 func TestReadRotatedWhileCompressing(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "c-json.log")
-	w, err := OpenWriter(path, Rotation{MaxSize: 300, MaxFiles: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := w.Stream("stdout")
-	for i := range 8 {
-		fmt.Fprintf(out, "line %02d\n", i)
-	}
-	out.Close()
-	w.Close()
+	writeLines(t, path, Rotation{MaxSize: 300, MaxFiles: 2}, 8)
 	want := readLines(t, path, ReadOptions{Tail: -1})
 	off, found, err := fileTailOffset(path+".1", 2, gunzip)
 	if err != nil || found != 2 {
