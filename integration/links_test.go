@@ -25,7 +25,7 @@ func TestLegacyLinks(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run --link db:database: %v %s", err, out)
 	}
-	if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(ip) + `\s+database dbhost db$`).MatchString(out) || !strings.Contains(out, "reached") {
+	if !regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(ip)+`\s+database dbhost db$`).MatchString(out) || !strings.Contains(out, "reached") {
 		t.Errorf("/etc/hosts with --link db:database (db at %s):\n%s", ip, out)
 	}
 	out, _ = d.Docker(t, "run", "--rm", "--link", "db", ref, "cat", "/etc/hosts")
