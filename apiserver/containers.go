@@ -166,19 +166,13 @@ func (s *Server) containerLogs(w http.ResponseWriter, r *http.Request) error {
 		ct = "application/vnd.docker.raw-stream"
 	}
 	fw := &flushWriter{w: w}
-	began := false
 	req.Begin = func() {
-		began = true
 		w.Header().Set("Content-Type", ct)
 		w.WriteHeader(http.StatusOK)
 		fw.flush()
 	}
 	stdout, stderr := streams(fw, tty)
-	err = s.backend.ContainerLogs(r.Context(), ref, req, stdout, stderr)
-	if err == nil && !began {
-		req.Begin() // a container never started: an empty log
-	}
-	return err
+	return s.backend.ContainerLogs(r.Context(), ref, req, stdout, stderr)
 }
 
 // streams frames stdout and stderr with stdcopy's 8-byte header, or sends

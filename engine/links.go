@@ -27,28 +27,6 @@ import (
 // defaultBridge is the network a container without --network is on.
 const defaultBridge = "bridge"
 
-// parseLink reads name[:alias] as Docker's CLI does, and the
-// /name:/parent/alias form Docker's inspect shows.
-func parseLink(v string) (name, alias string, err error) {
-	parts := strings.Split(v, ":")
-	switch {
-	case v == "":
-		return "", "", errdefs.ErrInvalidArgument.WithMessage("empty string specified for links")
-	case len(parts) > 2:
-		return "", "", errdefs.ErrInvalidArgument.WithMessage("bad format for links: " + v)
-	case len(parts) == 1:
-		name, alias = v, v
-	default:
-		name, alias = parts[0], parts[1]
-	}
-	name = strings.TrimPrefix(name, "/")
-	_, alias = path.Split(alias)
-	if name == "" || alias == "" || strings.Contains(name, "/") {
-		return "", "", errdefs.ErrInvalidArgument.WithMessage("bad format for links: " + v)
-	}
-	return name, alias, nil
-}
-
 // onDefaultBridge reports whether a container of this network mode is on
 // the default bridge, where links are Docker's legacy links.
 func onDefaultBridge(mode containertypes.NetworkMode) bool {
@@ -62,7 +40,7 @@ func (e *Engine) checkLinks(ctx context.Context, hc *containertypes.HostConfig) 
 		return nil
 	}
 	for _, l := range hc.Links {
-		name, _, err := parseLink(l)
+		name, _, err := container.ParseLink(l)
 		if err != nil {
 			return err
 		}
@@ -104,7 +82,7 @@ func (e *Engine) linkHosts(ctx context.Context, c *container.Container) ([]strin
 	}
 	var lines []string
 	for _, l := range c.HostConfig.Links {
-		name, alias, err := parseLink(l)
+		name, alias, err := container.ParseLink(l)
 		if err != nil {
 			return nil, err
 		}
@@ -154,7 +132,7 @@ func (e *Engine) RemoveLink(ctx context.Context, name string) error {
 	err = e.containers.Update(ctx, parent.ID, func(c *container.Container) error {
 		var kept []string
 		for _, l := range c.HostConfig.Links {
-			if _, a, err := parseLink(l); err == nil && a == alias {
+			if _, a, err := container.ParseLink(l); err == nil && a == alias {
 				found = true
 				continue
 			}

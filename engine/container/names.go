@@ -3,6 +3,7 @@ package container
 import (
 	"fmt"
 	"math/rand/v2"
+	"path"
 	"strconv"
 	"strings"
 
@@ -84,4 +85,26 @@ func randomName(attempt int) string {
 		n += strconv.Itoa(rand.IntN(10))
 	}
 	return "/" + n
+}
+
+// ParseLink reads a link (--link) name[:alias] as Docker's CLI does, and the
+// /name:/parent/alias form Docker's inspect shows.
+func ParseLink(v string) (name, alias string, err error) {
+	parts := strings.Split(v, ":")
+	switch {
+	case v == "":
+		return "", "", errdefs.ErrInvalidArgument.WithMessage("empty string specified for links")
+	case len(parts) > 2:
+		return "", "", errdefs.ErrInvalidArgument.WithMessage("bad format for links: " + v)
+	case len(parts) == 1:
+		name, alias = v, v
+	default:
+		name, alias = parts[0], parts[1]
+	}
+	name = strings.TrimPrefix(name, "/")
+	_, alias = path.Split(alias)
+	if name == "" || alias == "" || strings.Contains(name, "/") {
+		return "", "", errdefs.ErrInvalidArgument.WithMessage("bad format for links: " + v)
+	}
+	return name, alias, nil
 }

@@ -5,12 +5,13 @@ import (
 	"errors"
 	"net"
 	"net/netip"
-	"path"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/hutch-engine/hutch/engine/container"
 )
 
 // dnsTTL is the TTL of the names the embedded server answers, Docker's.
@@ -229,12 +230,7 @@ func linkTarget(n *netState, client netip.Addr, name string) string {
 			continue
 		}
 		for _, l := range ep.Links {
-			target, alias, ok := strings.Cut(l, ":")
-			if !ok {
-				alias = target
-			}
-			target = strings.TrimPrefix(target, "/")
-			if _, a := path.Split(alias); strings.EqualFold(a, name) {
+			if target, alias, err := container.ParseLink(l); err == nil && strings.EqualFold(alias, name) {
 				return strings.ToLower(target)
 			}
 		}
