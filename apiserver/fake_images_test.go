@@ -43,6 +43,9 @@ func (noContainers) ImageSave(context.Context, []string, io.Writer) error { retu
 func (noContainers) RegistryLogin(context.Context, registry.AuthConfig) (registry.AuthResponse, error) {
 	return registry.AuthResponse{}, errNoContainers
 }
+func (noContainers) DistributionInspect(context.Context, string, registry.AuthConfig) (registry.DistributionInspect, error) {
+	return registry.DistributionInspect{}, errNoContainers
+}
 func (noContainers) Build(context.Context, engine.BuildRequest, io.Reader, build.Output) (string, error) {
 	return "", errNoContainers
 }

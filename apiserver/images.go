@@ -32,6 +32,9 @@ type ImageBackend interface {
 	// name is resolved.
 	ImageSave(ctx context.Context, names []string, w io.Writer) error
 	RegistryLogin(ctx context.Context, auth registry.AuthConfig) (registry.AuthResponse, error)
+	// DistributionInspect asks name's registry for its manifest's
+	// descriptor and platforms.
+	DistributionInspect(ctx context.Context, name string, auth registry.AuthConfig) (registry.DistributionInspect, error)
 }
 
 // Docker routes image names with "{name:.*}": names hold slashes

@@ -17,6 +17,7 @@ import (
 	"github.com/moby/moby/api/types/image"
 	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/moby/moby/api/types/registry"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
 // imageFake records the image call a request made, as "Method(args)",
@@ -98,6 +99,12 @@ func (f *imageFake) RegistryLogin(_ context.Context, auth registry.AuthConfig) (
 	return registry.AuthResponse{Status: "Login Succeeded"}, f.record("RegistryLogin(%s,%s,%s)", auth.Username, auth.Password, auth.ServerAddress)
 }
 
+func (f *imageFake) DistributionInspect(_ context.Context, name string, auth registry.AuthConfig) (registry.DistributionInspect, error) {
+	res := registry.DistributionInspect{Descriptor: ocispec.Descriptor{MediaType: "application/vnd.oci.image.index.v1+json", Digest: "sha256:aa", Size: 9},
+		Platforms: []ocispec.Platform{{OS: "linux", Architecture: "amd64"}}}
+	return res, f.record("DistributionInspect(%s,%s,%s)", name, auth.Username, auth.Password)
+}
+
 func TestImageRoutes(t *testing.T) {
 	goodAuth := base64.URLEncoding.EncodeToString([]byte(`{"username":"u","password":"p"}`))
 	tests := []struct {
@@ -164,6 +171,15 @@ func TestImageRoutes(t *testing.T) {
 			contains: `{"Status":"Login Succeeded"}`},
 		{name: "login refused", method: "POST", target: "/auth", header: map[string]string{"Content-Type": "application/json"}, body: `{"username":"u"}`, err: fmt.Errorf("unauthorized: bad password%.0w", errdefs.ErrUnauthenticated),
 			call: "RegistryLogin(u,,)", status: 401, message: "unauthorized: bad password"},
+		{name: "distribution", method: "GET", target: "/v1.47/distribution/127.0.0.1:5000/library/busybox:1/json", header: map[string]string{"X-Registry-Auth": goodAuth},
+			call: "DistributionInspect(127.0.0.1:5000/library/busybox:1,u,p)", status: 200, ctype: "application/json",
+			contains: `{"Descriptor":{"mediaType":"application/vnd.oci.image.index.v1+json","digest":"sha256:aa","size":9},"Platforms":[{"architecture":"amd64","os":"linux"}]}`},
+		{name: "distribution ignores bad auth", method: "GET", target: "/distribution/busybox/json", header: map[string]string{"X-Registry-Auth": "%%%"},
+			call: "DistributionInspect(busybox,,)", status: 200},
+		{name: "distribution not found", method: "GET", target: "/distribution/busybox:nope/json", err: fmt.Errorf("manifest unknown: manifest unknown%.0w", errdefs.ErrNotFound),
+			call: "DistributionInspect(busybox:nope,,)", status: 404, message: "manifest unknown: manifest unknown"},
+		{name: "distribution without json", method: "GET", target: "/distribution/busybox", status: 404, message: "page not found"},
+		{name: "distribution without name", method: "GET", target: "/distribution/json", status: 404, message: "page not found"},
 		{name: "login bad body", method: "POST", target: "/auth", header: map[string]string{"Content-Type": "application/json"}, body: `{`, status: 400, message: "invalid JSON: unexpected EOF"},
 	}
 	for _, tc := range tests {

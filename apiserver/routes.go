@@ -41,6 +41,7 @@ func (s *Server) routes() []route {
 		{http.MethodPost, "/images/{rest...}", s.imageRoute},
 		{http.MethodDelete, "/images/{rest...}", s.imageRoute},
 		{http.MethodPost, "/auth", s.auth},
+		{http.MethodGet, "/distribution/{rest...}", s.distributionInspect},
 
 		// containers
 		{http.MethodPost, "/containers/create", s.containerCreate},

@@ -248,3 +248,13 @@ func (e *Engine) RegistryLogin(ctx context.Context, auth registry.AuthConfig) (r
 	}
 	return registry.AuthResponse{Status: "Login Succeeded"}, nil
 }
+
+// DistributionInspect answers GET /distribution/{name}/json: the
+// descriptor and platforms of name's manifest, asked of its registry.
+func (e *Engine) DistributionInspect(ctx context.Context, name string, auth registry.AuthConfig) (registry.DistributionInspect, error) {
+	store, err := e.imageStore()
+	if err != nil {
+		return registry.DistributionInspect{}, err
+	}
+	return store.InspectDistribution(ctx, name, auth)
+}

@@ -83,6 +83,9 @@ type ImageStore interface {
 	// RegistryLogin checks credentials against auth.ServerAddress's
 	// registry. Rejected credentials are errdefs.ErrUnauthenticated.
 	RegistryLogin(ctx context.Context, auth registry.AuthConfig) error
+	// InspectDistribution asks ref's registry for its manifest's
+	// descriptor and platforms (GET /distribution/{name}/json).
+	InspectDistribution(ctx context.Context, ref string, auth registry.AuthConfig) (registry.DistributionInspect, error)
 
 	// RootfsChanges lists what changed in the rootfs against its image,
 	// sorted by path (docker diff).
