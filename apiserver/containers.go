@@ -153,6 +153,7 @@ func (s *Server) containerLogs(w http.ResponseWriter, r *http.Request) error {
 		Stderr:     queryBool(r, "stderr"),
 		Follow:     queryBool(r, "follow"),
 		Timestamps: queryBool(r, "timestamps"),
+		Details:    queryBool(r, "details"),
 		Tail:       q.Get("tail"),
 		Since:      q.Get("since"),
 		Until:      q.Get("until"),

@@ -122,6 +122,11 @@ func (e *Engine) attachLive(ctx context.Context, id string, opts shim.AttachOpti
 // LogsRequest is GET /containers/{id}/logs.
 type LogsRequest struct {
 	Stdout, Stderr, Follow, Timestamps bool
+	// Details puts each line's attributes before it, as Docker's
+	// --details does ("k=v,k2=v2 "); hutch's lines carry none, so each
+	// line gets the separating space alone, as on Docker without
+	// attribute options.
+	Details bool
 	// Tail is "all" or a number of lines.
 	Tail string
 	// Since and Until are Docker's timestamps: unix seconds (with an
@@ -200,13 +205,20 @@ func (e *Engine) copyLogs(ctx context.Context, c *container.Container, req LogsR
 			return nil
 		}
 		line := le.Line
+		if req.Details {
+			line = append([]byte{' '}, line...)
+		}
 		if req.Timestamps {
-			line = append([]byte(le.Time.UTC().Format(time.RFC3339Nano)+" "), line...)
+			line = append([]byte(le.Time.UTC().Format(rfc3339NanoFixed)+" "), line...)
 		}
 		_, err := w.Write(line)
 		return err
 	})
 }
+
+// rfc3339NanoFixed is the stamp of docker logs -t: always nine digits of
+// fraction, so that stamps line up (RFC3339Nano drops trailing zeros).
+const rfc3339NanoFixed = "2006-01-02T15:04:05.000000000Z07:00"
 
 // parseTime reads Docker's since/until values; "" and "0" mean unset.
 func parseTime(v string, now time.Time, name string) (time.Time, error) {

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -233,6 +234,15 @@ func TestLogsFollowAndTail(t *testing.T) {
 	}
 	if out, _ := d.Docker(t, "logs", "--tail", "2", id); out != "line5\nlate\n" {
 		t.Errorf("logs --tail 2 = %q", out)
+	}
+	// --details: the line's attributes (none here) and a space; -t: a
+	// stamp with nine digits of fraction, as Docker's, before that.
+	if out, _ := d.Docker(t, "logs", "--details", "--tail", "2", id); out != " line5\n late\n" {
+		t.Errorf("logs --details = %q", out)
+	}
+	stamped := regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z  late$`)
+	if out, _ := d.Docker(t, "logs", "-t", "--details", "--tail", "1", id); !stamped.MatchString(strings.TrimSuffix(out, "\n")) {
+		t.Errorf("logs -t --details = %q", out)
 	}
 	// The SDK demultiplexes stdout and stderr.
 	c := d.Client(t)
