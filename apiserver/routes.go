@@ -104,6 +104,49 @@ func (s *Server) routes() []route {
 		{http.MethodDelete, "/networks/{id}", s.networkRemove},
 		{http.MethodPost, "/networks/{id}/connect", s.networkConnect},
 		{http.MethodPost, "/networks/{id}/disconnect", s.networkDisconnect},
+
+		// swarm: hutch is never part of one, so these are dockerd's routes as
+		// a node outside any swarm answers them (swarm.go).
+		{http.MethodPost, "/swarm/init", swarmUnsupported},
+		{http.MethodPost, "/swarm/join", swarmUnsupported},
+		{http.MethodPost, "/swarm/leave", swarmLeave},
+		{http.MethodGet, "/swarm", notSwarmManager},
+		{http.MethodGet, "/swarm/unlockkey", notSwarmManager},
+		{http.MethodPost, "/swarm/update", notSwarmManager},
+		{http.MethodPost, "/swarm/unlock", notSwarmManager},
+		{http.MethodGet, "/services", notSwarmManager},
+		{http.MethodGet, "/services/{id}", notSwarmManager},
+		{http.MethodPost, "/services/create", notSwarmManager},
+		{http.MethodPost, "/services/{id}/update", notSwarmManager},
+		{http.MethodDelete, "/services/{id}", notSwarmManager},
+		{http.MethodGet, "/services/{id}/logs", notSwarmManager},
+		{http.MethodGet, "/nodes", notSwarmManager},
+		{http.MethodGet, "/nodes/{id}", notSwarmManager},
+		{http.MethodDelete, "/nodes/{id}", notSwarmManager},
+		{http.MethodPost, "/nodes/{id}/update", notSwarmManager},
+		{http.MethodGet, "/tasks", notSwarmManager},
+		{http.MethodGet, "/tasks/{id}", notSwarmManager},
+		{http.MethodGet, "/tasks/{id}/logs", notSwarmManager},
+		{http.MethodGet, "/secrets", since("1.25", notSwarmManager)},
+		{http.MethodPost, "/secrets/create", since("1.25", notSwarmManager)},
+		{http.MethodGet, "/secrets/{id}", since("1.25", notSwarmManager)},
+		{http.MethodDelete, "/secrets/{id}", since("1.25", notSwarmManager)},
+		{http.MethodPost, "/secrets/{id}/update", since("1.25", notSwarmManager)},
+		{http.MethodGet, "/configs", since("1.30", notSwarmManager)},
+		{http.MethodPost, "/configs/create", since("1.30", notSwarmManager)},
+		{http.MethodGet, "/configs/{id}", since("1.30", notSwarmManager)},
+		{http.MethodDelete, "/configs/{id}", since("1.30", notSwarmManager)},
+		{http.MethodPost, "/configs/{id}/update", since("1.30", notSwarmManager)},
+
+		// plugins: hutch has none and cannot install any (swarm.go). Names
+		// hold slashes: /plugins/{rest...} dispatches on the last segment.
+		{http.MethodGet, "/plugins", pluginList},
+		{http.MethodGet, "/plugins/privileges", pluginsUnsupported},
+		{http.MethodPost, "/plugins/pull", pluginsUnsupported},
+		{http.MethodPost, "/plugins/create", pluginsUnsupported},
+		{http.MethodGet, "/plugins/{rest...}", pluginRoute},
+		{http.MethodPost, "/plugins/{rest...}", pluginRoute},
+		{http.MethodDelete, "/plugins/{rest...}", pluginRoute},
 	}
 }
 

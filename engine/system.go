@@ -10,6 +10,7 @@ import (
 
 	"github.com/hutch-engine/hutch/engine/container"
 	"github.com/hutch-engine/hutch/version"
+	"github.com/moby/moby/api/types/swarm"
 	"github.com/moby/moby/api/types/system"
 	"golang.org/x/sys/unix"
 )
@@ -49,6 +50,8 @@ func (e *Engine) Info(ctx context.Context) (*system.Info, error) {
 			Log:     []string{logJSONFile, logLocal, logNone},
 		},
 		Runtimes: map[string]system.RuntimeWithStatus{"runc": {Runtime: system.Runtime{Path: "hutch-runtime"}}},
+		// Never part of a swarm, as the swarm endpoints say (apiserver/swarm.go).
+		Swarm: swarm.Info{LocalNodeState: swarm.LocalNodeStateInactive},
 	}
 	if e.images != nil {
 		info.Driver = e.images.Driver()

@@ -1,0 +1,121 @@
+package apiserver
+
+import (
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/containerd/errdefs"
+	"github.com/hutch-engine/hutch/engine/container"
+	"github.com/moby/moby/api/types/plugin"
+)
+
+// hutch never joins a swarm and has no plugin system. Its swarm and plugin
+// endpoints answer as dockerd does on a node outside any swarm with no
+// plugin installed, so that clients get Docker's statuses and messages
+// (moby's daemon/cluster and daemon/pkg/plugin) rather than "page not found".
+var (
+	errNotSwarmManager = errdefs.ErrUnavailable.WithMessage(`This node is not a swarm manager. Use "docker swarm init" or "docker swarm join" to connect this node to swarm and try again.`)
+	errNotInSwarm      = errdefs.ErrUnavailable.WithMessage("This node is not part of a swarm")
+	// dockerd would create or join a swarm here; hutch cannot.
+	errNoSwarmMode = errdefs.ErrNotImplemented.WithMessage("hutch does not support swarm mode")
+	// dockerd would fetch or build a plugin here; hutch cannot.
+	errNoPlugins = errdefs.ErrNotImplemented.WithMessage("hutch does not support plugins")
+)
+
+// notSwarmManager serves every endpoint of swarm's objects (nodes, services,
+// tasks, secrets, configs) and of the swarm itself but init, join and leave.
+func notSwarmManager(http.ResponseWriter, *http.Request) error { return errNotSwarmManager }
+
+func swarmLeave(http.ResponseWriter, *http.Request) error { return errNotInSwarm }
+
+func swarmUnsupported(http.ResponseWriter, *http.Request) error { return errNoSwarmMode }
+
+func pluginsUnsupported(http.ResponseWriter, *http.Request) error { return errNoPlugins }
+
+// since gates h on the API version its route appeared in, with dockerd's
+// message (its router.WithMinimumAPIVersion), which names the route pattern.
+func since(minVersion string, h apiFunc) apiFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if versionLess(APIVersion(r.Context()), minVersion) {
+			return tooOldFor(r.Pattern, minVersion)
+		}
+		return h(w, r)
+	}
+}
+
+func tooOldFor(route, minVersion string) error {
+	return errdefs.ErrInvalidArgument.WithMessage(route + " requires minimum API version " + minVersion)
+}
+
+// pluginKeys are the filters dockerd's plugin list accepts.
+var pluginKeys = map[string]bool{"enabled": true, "capability": true}
+
+// pluginList is GET /plugins: the filters are checked as dockerd checks
+// them, and the list is empty.
+func pluginList(w http.ResponseWriter, r *http.Request) error {
+	f, err := container.ParseFilters(r.URL.Query().Get("filters"))
+	if err != nil {
+		return err
+	}
+	keys := make([]string, 0, len(f))
+	for k := range f {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !pluginKeys[k] {
+			return errdefs.ErrInvalidArgument.WithMessage("invalid filter '" + k + "'")
+		}
+	}
+	if vs, ok := f["enabled"]; ok && (vs["true"] || vs["1"]) == (vs["false"] || vs["0"]) {
+		values := make([]string, 0, len(vs))
+		for v := range vs {
+			values = append(values, v)
+		}
+		sort.Strings(values)
+		return errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid filter 'enabled=%s'", values))
+	}
+	return writeJSON(w, http.StatusOK, plugin.ListResponse{})
+}
+
+// pluginRoute serves /plugins/{name}/… where the name holds slashes and a
+// tag (vieux/sshfs:latest): it dispatches on the last segment, as
+// imageRoute does. No plugin exists, so every known operation is a 404.
+func pluginRoute(w http.ResponseWriter, r *http.Request) error {
+	rest := r.PathValue("rest")
+	if r.Method == http.MethodDelete {
+		return noSuchPlugin(rest)
+	}
+	i := strings.LastIndexByte(rest, '/')
+	if i <= 0 {
+		notFound(w, r)
+		return nil
+	}
+	name := rest[:i]
+	switch r.Method + " " + rest[i+1:] {
+	case "GET json", "POST disable", "POST push", "POST set":
+		return noSuchPlugin(name)
+	case "POST enable":
+		// dockerd reads the timeout before it looks the plugin up.
+		if _, err := strconv.Atoi(r.URL.Query().Get("timeout")); err != nil {
+			return errdefs.ErrInvalidArgument.WithMessage(err.Error())
+		}
+		return noSuchPlugin(name)
+	case "POST upgrade":
+		if versionLess(APIVersion(r.Context()), "1.26") {
+			return tooOldFor("POST /plugins/{name:.*}/upgrade", "1.26")
+		}
+		return noSuchPlugin(name)
+	}
+	notFound(w, r)
+	return nil
+}
+
+// noSuchPlugin is dockerd's answer for a plugin name, tag or ID it does not
+// have.
+func noSuchPlugin(name string) error {
+	return errdefs.ErrNotFound.WithMessage(fmt.Sprintf("plugin %q not found", name))
+}
