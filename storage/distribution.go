@@ -153,13 +153,7 @@ func classifyDistributionError(err error) error {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
-	var ec errcode.Error
-	var code errcode.ErrorCode
-	switch {
-	case errors.As(err, &ec):
-	case errors.As(err, &code):
-		ec = errcode.Error{Code: code, Message: code.Message()}
-	}
+	ec := registryError(err)
 	switch ec.Code {
 	case v2.ErrorCodeManifestUnknown, v2.ErrorCodeNameUnknown:
 		return fmt.Errorf("%s%.0w", ec.Error(), errdefs.ErrNotFound)

@@ -25,17 +25,8 @@ func classifyPullError(err error, named reference.Named) error {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
-	// Registry errors come as errcode.Error (code and message from the
-	// response body) or, for some 401s, as a bare errcode.ErrorCode.
-	var ec errcode.Error
-	var code errcode.ErrorCode
-	switch {
-	case errors.As(err, &ec):
-		code = ec.Code
-	case errors.As(err, &code):
-		ec = errcode.Error{Code: code, Message: code.Message()}
-	}
-	switch code {
+	ec := registryError(err)
+	switch ec.Code {
 	case errcode.ErrorCodeDenied:
 		return fmt.Errorf("pull access denied for %s, repository does not exist or may require 'docker login': %s%.0w",
 			reference.FamiliarName(named), ec.Error(), errdefs.ErrNotFound)
@@ -55,6 +46,22 @@ func classifyPullError(err error, named reference.Named) error {
 		return fmt.Errorf("%w%.0w", err, errdefs.ErrNotFound)
 	}
 	return err
+}
+
+// registryError is the registry's error code and message in err: an
+// errcode.Error (from the response body) or, for some 401s, a bare
+// errcode.ErrorCode. Its Code is zero, no registered code, for other
+// errors.
+func registryError(err error) errcode.Error {
+	var ec errcode.Error
+	if errors.As(err, &ec) {
+		return ec
+	}
+	var code errcode.ErrorCode
+	if errors.As(err, &code) {
+		return errcode.Error{Code: code, Message: code.Message()}
+	}
+	return errcode.Error{}
 }
 
 // noMatchingManifest is Docker's error for a list without the platform.
