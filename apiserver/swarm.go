@@ -56,19 +56,9 @@ var pluginKeys = map[string]bool{"enabled": true, "capability": true}
 // pluginList is GET /plugins: the filters are checked as dockerd checks
 // them, and the list is empty.
 func pluginList(w http.ResponseWriter, r *http.Request) error {
-	f, err := container.ParseFilters(r.URL.Query().Get("filters"))
+	f, err := container.ParseFiltersOf(r.URL.Query().Get("filters"), pluginKeys)
 	if err != nil {
 		return err
-	}
-	keys := make([]string, 0, len(f))
-	for k := range f {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if !pluginKeys[k] {
-			return errdefs.ErrInvalidArgument.WithMessage("invalid filter '" + k + "'")
-		}
 	}
 	if vs, ok := f["enabled"]; ok && (vs["true"] || vs["1"]) == (vs["false"] || vs["0"]) {
 		values := make([]string, 0, len(vs))

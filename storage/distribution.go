@@ -47,19 +47,10 @@ func (s *Store) InspectDistribution(ctx context.Context, ref string, auth regist
 		}
 		return out, fmt.Errorf("unknown image reference format: %s%.0w", ref, errdefs.ErrInvalidArgument)
 	}
-	if c, ok := named.(reference.Canonical); ok {
-		// The digest names the manifest; a tag beside it is ignored.
-		if named, err = reference.WithDigest(reference.TrimNamed(named), c.Digest()); err != nil {
-			return out, invalidReference(err)
-		}
-	} else {
-		named = reference.TagNameOnly(named)
+	if named, err = manifestName(named); err != nil {
+		return out, err
 	}
-	sys, err := s.systemContext(ctx, reference.Domain(named), PullOptions{
-		Auth:               auth,
-		InsecureRegistries: s.opts.InsecureRegistries,
-		Mirrors:            s.opts.Mirrors,
-	})
+	sys, err := s.systemContext(ctx, reference.Domain(named), s.registryOptions(auth))
 	if err != nil {
 		return out, err
 	}

@@ -57,6 +57,13 @@ func pullName(named reference.Named) (reference.Named, error) {
 	if reference.FamiliarName(named) == "scratch" {
 		return nil, fmt.Errorf("'scratch' is a reserved name%.0w", errdefs.ErrPermissionDenied)
 	}
+	return manifestName(named)
+}
+
+// manifestName is the name of the manifest named refers to: its digest
+// when it has one (a tag beside it is dropped, as in Docker), else its tag
+// ("latest" when it has none).
+func manifestName(named reference.Named) (reference.Named, error) {
 	if c, ok := named.(reference.Canonical); ok {
 		if _, tagged := named.(reference.Tagged); tagged {
 			d, err := reference.WithDigest(reference.TrimNamed(named), c.Digest())

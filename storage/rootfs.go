@@ -117,20 +117,20 @@ func (s *Store) PullImage(ctx context.Context, fromImage, tag string, auth regis
 	if err != nil {
 		return err
 	}
-	_, err = s.Pull(ctx, ref, PullOptions{
-		Auth:               auth,
-		InsecureRegistries: s.opts.InsecureRegistries,
-		Mirrors:            s.opts.Mirrors,
-		Platform:           platform,
-	}, progress)
+	opts := s.registryOptions(auth)
+	opts.Platform = platform
+	_, err = s.Pull(ctx, ref, opts, progress)
 	return err
 }
 
 // RegistryLogin checks credentials with the store's registry settings, for
 // POST /auth.
 func (s *Store) RegistryLogin(ctx context.Context, auth registry.AuthConfig) error {
-	return s.Login(ctx, auth, PullOptions{
-		InsecureRegistries: s.opts.InsecureRegistries,
-		Mirrors:            s.opts.Mirrors,
-	})
+	return s.Login(ctx, auth, s.registryOptions(registry.AuthConfig{}))
+}
+
+// registryOptions are the store's registry settings (daemon.json's
+// insecure-registries and registry-mirrors) with auth.
+func (s *Store) registryOptions(auth registry.AuthConfig) PullOptions {
+	return PullOptions{Auth: auth, InsecureRegistries: s.opts.InsecureRegistries, Mirrors: s.opts.Mirrors}
 }
