@@ -46,6 +46,9 @@ func (noContainers) RegistryLogin(context.Context, registry.AuthConfig) (registr
 func (noContainers) DistributionInspect(context.Context, string, registry.AuthConfig) (registry.DistributionInspect, error) {
 	return registry.DistributionInspect{}, errNoContainers
 }
+func (noContainers) SearchImages(context.Context, string, int, string, registry.AuthConfig) ([]registry.SearchResult, error) {
+	return nil, errNoContainers
+}
 func (noContainers) Build(context.Context, engine.BuildRequest, io.Reader, build.Output) (string, error) {
 	return "", errNoContainers
 }

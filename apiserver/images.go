@@ -35,6 +35,9 @@ type ImageBackend interface {
 	// DistributionInspect asks name's registry for its manifest's
 	// descriptor and platforms.
 	DistributionInspect(ctx context.Context, name string, auth registry.AuthConfig) (registry.DistributionInspect, error)
+	// SearchImages searches term's registry (limit 0: the default),
+	// filtered by filters (Docker's JSON).
+	SearchImages(ctx context.Context, term string, limit int, filters string, auth registry.AuthConfig) ([]registry.SearchResult, error)
 }
 
 // Docker routes image names with "{name:.*}": names hold slashes

@@ -105,6 +105,11 @@ func (f *imageFake) DistributionInspect(_ context.Context, name string, auth reg
 	return res, f.record("DistributionInspect(%s,%s,%s)", name, auth.Username, auth.Password)
 }
 
+func (f *imageFake) SearchImages(_ context.Context, term string, limit int, filters string, auth registry.AuthConfig) ([]registry.SearchResult, error) {
+	res := []registry.SearchResult{{Name: "127.0.0.1:5000/library/busybox", StarCount: 3}}
+	return res, f.record("SearchImages(%s,%d,%s,%s,%s)", term, limit, filters, auth.Username, auth.Password)
+}
+
 func TestImageRoutes(t *testing.T) {
 	goodAuth := base64.URLEncoding.EncodeToString([]byte(`{"username":"u","password":"p"}`))
 	tests := []struct {
@@ -180,6 +185,16 @@ func TestImageRoutes(t *testing.T) {
 			call: "DistributionInspect(busybox:nope,,)", status: 404, message: "manifest unknown: manifest unknown"},
 		{name: "distribution without json", method: "GET", target: "/distribution/busybox", status: 404, message: "page not found"},
 		{name: "distribution without name", method: "GET", target: "/distribution/json", status: 404, message: "page not found"},
+		{name: "search", method: "GET", target: "/images/search?term=127.0.0.1:5000/busy&limit=5&filters=%7B%22stars%22%3A%5B%223%22%5D%7D",
+			header: map[string]string{"X-Registry-Auth": goodAuth}, call: `SearchImages(127.0.0.1:5000/busy,5,{"stars":["3"]},u,p)`, status: 200, ctype: "application/json",
+			contains: `[{"star_count":3,"is_official":false,"name":"127.0.0.1:5000/library/busybox","is_automated":false,"description":""}]`},
+		{name: "search default limit, bad auth ignored", method: "GET", target: "/images/search?term=busybox", header: map[string]string{"X-Registry-Auth": "%%%"},
+			call: "SearchImages(busybox,0,,,)", status: 200},
+		{name: "search limit not a number", method: "GET", target: "/images/search?term=b&limit=x", status: 400,
+			message: `invalid limit specified: strconv.Atoi: parsing "x": invalid syntax`},
+		{name: "search negative limit", method: "GET", target: "/images/search?term=b&limit=-1", status: 400, message: "invalid limit specified"},
+		{name: "search refused", method: "GET", target: "/images/search?term=b&limit=101", err: fmt.Errorf("limit 101 is outside the range of [1, 100]%.0w", errdefs.ErrInvalidArgument),
+			call: "SearchImages(b,101,,,)", status: 400, message: "limit 101 is outside the range of [1, 100]"},
 		{name: "login bad body", method: "POST", target: "/auth", header: map[string]string{"Content-Type": "application/json"}, body: `{`, status: 400, message: "invalid JSON: unexpected EOF"},
 	}
 	for _, tc := range tests {

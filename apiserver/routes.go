@@ -37,6 +37,7 @@ func (s *Server) routes() []route {
 		{http.MethodGet, "/images/get", s.imageSaveMany},
 		{http.MethodPost, "/images/load", s.imageLoad},
 		{http.MethodPost, "/images/prune", s.imagePrune},
+		{http.MethodGet, "/images/search", s.imageSearch},
 		{http.MethodGet, "/images/{rest...}", s.imageRoute},
 		{http.MethodPost, "/images/{rest...}", s.imageRoute},
 		{http.MethodDelete, "/images/{rest...}", s.imageRoute},

@@ -86,6 +86,9 @@ type ImageStore interface {
 	// InspectDistribution asks ref's registry for its manifest's
 	// descriptor and platforms (GET /distribution/{name}/json).
 	InspectDistribution(ctx context.Context, ref string, auth registry.AuthConfig) (registry.DistributionInspect, error)
+	// SearchRegistry lists the repositories of term's registry whose names
+	// contain it, at most limit (0: the default) (GET /images/search).
+	SearchRegistry(ctx context.Context, term string, limit int, auth registry.AuthConfig) ([]registry.SearchResult, error)
 
 	// RootfsChanges lists what changed in the rootfs against its image,
 	// sorted by path (docker diff).
