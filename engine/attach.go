@@ -7,7 +7,10 @@ import (
 	"fmt"
 	eventtypes "github.com/moby/moby/api/types/events"
 	"io"
+	"maps"
 	"math"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -123,9 +126,9 @@ func (e *Engine) attachLive(ctx context.Context, id string, opts shim.AttachOpti
 type LogsRequest struct {
 	Stdout, Stderr, Follow, Timestamps bool
 	// Details puts each line's attributes before it, as Docker's
-	// --details does ("k=v,k2=v2 "); hutch's lines carry none, so each
-	// line gets the separating space alone, as on Docker without
-	// attribute options.
+	// --details does ("k=v,k2=v2 "): json-file's lines carry those its
+	// labels and env options asked for; a line without any gets the
+	// separating space alone, as on Docker.
 	Details bool
 	// Tail is "all" or a number of lines.
 	Tail string
@@ -206,7 +209,7 @@ func (e *Engine) copyLogs(ctx context.Context, c *container.Container, req LogsR
 		}
 		line := le.Line
 		if req.Details {
-			line = append([]byte{' '}, line...)
+			line = append(append(logDetails(le.Attrs), ' '), line...)
 		}
 		if req.Timestamps {
 			line = append([]byte(le.Time.UTC().Format(rfc3339NanoFixed)+" "), line...)
@@ -214,6 +217,23 @@ func (e *Engine) copyLogs(ctx context.Context, c *container.Container, req LogsR
 		_, err := w.Write(line)
 		return err
 	})
+}
+
+// logDetails is what docker logs --details puts before a line, as Docker's
+// API server writes it: the line's attributes, keys sorted, as key=value
+// query-escaped and joined by commas (then a space, the caller's).
+func logDetails(attrs map[string]string) []byte {
+	keys := slices.Sorted(maps.Keys(attrs))
+	var b []byte
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, url.QueryEscape(k)...)
+		b = append(b, '=')
+		b = append(b, url.QueryEscape(attrs[k])...)
+	}
+	return b
 }
 
 // rfc3339NanoFixed is the stamp of docker logs -t: always nine digits of

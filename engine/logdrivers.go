@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"regexp"
 	"strconv"
+	"strings"
 
 	"github.com/containerd/errdefs"
 	"github.com/docker/go-units"
@@ -35,9 +37,11 @@ var remoteLogDrivers = map[string]bool{
 	"journald": true, "logentries": true, "splunk": true, "syslog": true,
 }
 
-// commonLogOpts are options both drivers take and hutch has nothing to do
-// with: attributes of each line (hutch's lines carry none), and how
-// Docker's daemon buffers lines (the shim writes them as it reads them).
+// commonLogOpts are options both drivers take. json-file writes the
+// attributes (labels, env and their -regex forms) into each line
+// (logAttrs); the local driver's lines, as Docker's, carry none, and
+// neither uses tag. mode and max-buffer-size are how Docker's daemon
+// buffers lines: the shim writes them as it reads them.
 var commonLogOpts = map[string]bool{
 	"mode": true, "max-buffer-size": true,
 	"labels": true, "labels-regex": true, "env": true, "env-regex": true, "tag": true,
@@ -140,6 +144,12 @@ func logRotation(lc containertypes.LogConfig) (jsonlog.Rotation, error) {
 				return invalid("invalid value for log opt compress: %q", v)
 			}
 			compress = b
+		case "labels-regex", "env-regex":
+			// Docker finds a bad expression only when the container
+			// starts, and the start fails; refused at create here.
+			if _, err := regexp.Compile(v); err != nil {
+				return invalid("invalid value for log opt %s: %v", k, err)
+			}
 		default:
 			if !commonLogOpts[k] {
 				return invalid("unknown log opt '%s' for json-file log driver", k)
@@ -154,6 +164,61 @@ func logRotation(lc containertypes.LogConfig) (jsonlog.Rotation, error) {
 	}
 	rot.Compress = compress
 	return rot, nil
+}
+
+// logAttrs are the attributes json-file writes into each line of c's log,
+// as Docker's: the labels the labels option names (comma-separated) or
+// labels-regex matches, and the environment variables env names or
+// env-regex matches, each with its value. nil for other drivers.
+func logAttrs(c *container.Container) map[string]string {
+	lc := c.HostConfig.LogConfig
+	if lc.Type != logJSONFile && lc.Type != "" {
+		return nil
+	}
+	env := map[string]string{}
+	if c.Config != nil {
+		for _, kv := range c.Config.Env {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				env[k] = v
+			}
+		}
+	}
+	var labels map[string]string
+	if c.Config != nil {
+		labels = c.Config.Labels
+	}
+	attrs := map[string]string{}
+	pick(attrs, labels, lc.Config["labels"], lc.Config["labels-regex"])
+	pick(attrs, env, lc.Config["env"], lc.Config["env-regex"])
+	if len(attrs) == 0 {
+		return nil
+	}
+	return attrs
+}
+
+// pick copies into attrs the entries of from that names lists or that
+// pattern matches (an expression that does not compile matches nothing:
+// create refused it).
+func pick(attrs, from map[string]string, names, pattern string) {
+	if names != "" {
+		for _, k := range strings.Split(names, ",") {
+			if v, ok := from[k]; ok {
+				attrs[k] = v
+			}
+		}
+	}
+	if pattern == "" {
+		return
+	}
+	re, err := regexp.Compile(pattern)
+	if err != nil {
+		return
+	}
+	for k, v := range from {
+		if re.MatchString(k) {
+			attrs[k] = v
+		}
+	}
 }
 
 // invalid is a refused log option: Docker's 400 with its message.

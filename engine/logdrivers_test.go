@@ -7,6 +7,7 @@ import (
 	"github.com/containerd/errdefs"
 	containertypes "github.com/moby/moby/api/types/container"
 
+	"github.com/hutch-engine/hutch/engine/container"
 	"github.com/hutch-engine/hutch/engine/shim/jsonlog"
 )
 
@@ -33,6 +34,9 @@ func TestLogRotationOptions(t *testing.T) {
 		{"local", map[string]string{"max-file": "-2"}, jsonlog.Rotation{}, errdefs.IsInvalidArgument},
 		{"local", map[string]string{"compress": "sometimes"}, jsonlog.Rotation{}, errdefs.IsInvalidArgument},
 		{"local", map[string]string{"max-size": "1k", "other": "1"}, jsonlog.Rotation{}, errdefs.IsInvalidArgument},
+		{"json-file", map[string]string{"labels-regex": "^app\\.", "env-regex": "^GO", "labels": "a,b", "env": "X"}, jsonlog.Rotation{}, nil},
+		{"json-file", map[string]string{"labels-regex": "("}, jsonlog.Rotation{}, errdefs.IsInvalidArgument},
+		{"json-file", map[string]string{"env-regex": "[z-a]"}, jsonlog.Rotation{}, errdefs.IsInvalidArgument},
 		{"nosuch", nil, jsonlog.Rotation{}, errdefs.IsInvalidArgument},
 		{"gelf", nil, jsonlog.Rotation{}, errdefs.IsNotImplemented},
 	} {
@@ -45,6 +49,41 @@ func TestLogRotationOptions(t *testing.T) {
 		case got != c.want:
 			t.Errorf("%s %v = %+v, want %+v", c.typ, c.opts, got, c.want)
 		}
+	}
+}
+
+// json-file's attributes, as Docker's ExtraAttributes picks them: labels
+// and env by name (absent ones skipped) and by expression.
+func TestLogAttrs(t *testing.T) {
+	cfg := &containertypes.Config{
+		Labels: map[string]string{"app.name": "web", "app.tier": "front", "team": "core", "other": "x"},
+		Env:    []string{"GOPATH=/go", "GOFLAGS=-v", "HOME=/root", "EMPTY=", "NOVALUE"},
+	}
+	for _, c := range []struct {
+		typ  string
+		opts map[string]string
+		want map[string]string
+	}{
+		{"json-file", nil, nil},
+		{"json-file", map[string]string{"labels": "team,missing", "env": "HOME,EMPTY,NOVALUE"}, map[string]string{"team": "core", "HOME": "/root", "EMPTY": ""}},
+		{"", map[string]string{"labels-regex": `^app\.`, "env-regex": "^GO"}, map[string]string{"app.name": "web", "app.tier": "front", "GOPATH": "/go", "GOFLAGS": "-v"}},
+		{"local", map[string]string{"labels": "team"}, nil},
+		{"json-file", map[string]string{"labels": "missing"}, nil},
+	} {
+		ctr := &container.Container{Config: cfg, HostConfig: &containertypes.HostConfig{LogConfig: containertypes.LogConfig{Type: c.typ, Config: c.opts}}}
+		if got := logAttrs(ctr); !maps.Equal(got, c.want) || (got == nil) != (c.want == nil) {
+			t.Errorf("%s %v: %v, want %v", c.typ, c.opts, got, c.want)
+		}
+	}
+}
+
+// docker logs --details: attributes sorted, query-escaped, comma-joined.
+func TestLogDetails(t *testing.T) {
+	if got := string(logDetails(map[string]string{"b": "x y", "a": "1,2=3"})); got != "a=1%2C2%3D3,b=x+y" {
+		t.Errorf("logDetails = %q", got)
+	}
+	if got := logDetails(nil); len(got) != 0 {
+		t.Errorf("logDetails(nil) = %q", got)
 	}
 }
 

@@ -349,6 +349,7 @@ func (e *Engine) startShim(ctx context.Context, c *container.Container) (*shim.C
 	defer e.phase("start/shim-create", c.ID)()
 	client, err := shim.Create(ctx, shim.StartOptions{
 		LogRotation:   rot,
+		LogAttrs:      logAttrs(c),
 		ID:            c.ID,
 		BundleDir:     c.Runtime.BundleDir,
 		StateDir:      filepath.Join(e.opts.StateDir, "runc"),

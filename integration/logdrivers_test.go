@@ -170,6 +170,28 @@ func TestLogDrivers(t *testing.T) {
 		}
 	})
 
+	t.Run("json-file attributes", func(t *testing.T) {
+		// Each line carries the labels and variables the options pick, and
+		// docker logs --details shows them before it, as Docker does.
+		id := runToEnd(t, d, "--log-driver", "json-file", "--label", "team=core", "--label", "app.tier=front end", "--label", "skip=1",
+			"-e", "GOFLAGS=-v", "-e", "STAGE=test,1", "--log-opt", "labels=team,absent", "--log-opt", "labels-regex=^app\\.",
+			"--log-opt", "env=STAGE", "--log-opt", "env-regex=^GO", ref, "echo", "hi")
+		out, err := d.Docker(t, "logs", "--details", id)
+		if want := "GOFLAGS=-v,STAGE=test%2C1,app.tier=front+end,team=core hi\n"; err != nil || out != want {
+			t.Errorf("logs --details = %q %v, want %q", out, err, want)
+		}
+		logPath, _ := d.Docker(t, "inspect", "--format", "{{.LogPath}}", id)
+		b, err := os.ReadFile(strings.TrimSpace(logPath))
+		if err != nil || !strings.Contains(string(b), `"stream":"stdout","attrs":{"GOFLAGS":"-v","STAGE":"test,1","app.tier":"front end","team":"core"},"time":`) {
+			t.Errorf("json-file line: %s %v", b, err)
+		}
+		// Without attribute options: the space alone.
+		id = runToEnd(t, d, "--log-driver", "json-file", "--label", "team=core", ref, "echo", "hi")
+		if out, err := d.Docker(t, "logs", "--details", id); err != nil || out != " hi\n" {
+			t.Errorf("logs --details without attributes = %q %v", out, err)
+		}
+	})
+
 	t.Run("refused", func(t *testing.T) {
 		for _, c := range []struct {
 			args []string
@@ -184,6 +206,7 @@ func TestLogDrivers(t *testing.T) {
 			{[]string{"--log-opt", "nosuch=1"}, "unknown log opt 'nosuch' for log driver local"},
 			{[]string{"--log-driver", "json-file", "--log-opt", "compress=true"}, "compress cannot be true when max-file is less than 2 or max-size is not set"},
 			{[]string{"--log-driver", "json-file", "--log-opt", "compress=maybe"}, "invalid value for log opt compress"},
+			{[]string{"--log-driver", "json-file", "--log-opt", "labels-regex=("}, "invalid value for log opt labels-regex: error parsing regexp: missing closing ): `(`"},
 		} {
 			before, _ := d.Docker(t, "ps", "-aq")
 			out, err := d.Docker(t, append(append([]string{"create"}, c.args...), ref, "true")...)

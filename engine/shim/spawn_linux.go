@@ -32,6 +32,7 @@ func Create(ctx context.Context, opts StartOptions) (*Client, error) {
 	}
 	cfg := wire.Config{
 		ID: opts.ID, StateDir: opts.StateDir, SocketPath: opts.SocketPath, LogPath: opts.LogPath, LogRotation: opts.LogRotation,
+		LogAttrs: opts.LogAttrs,
 		ExitFile: opts.ExitFile, Tty: opts.Tty, OpenStdin: opts.OpenStdin, StdinOnce: opts.StdinOnce,
 		Height: opts.ConsoleHeight, Width: opts.ConsoleWidth, Debug: opts.Debug, RuntimeBinary: opts.RuntimeBinary,
 	}

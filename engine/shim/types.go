@@ -34,6 +34,8 @@ type StartOptions struct {
 	LogPath string
 	// LogRotation is the json-file max-size/max-file.
 	LogRotation jsonlog.Rotation
+	// LogAttrs are the attributes every line of the log carries.
+	LogAttrs map[string]string
 	// ExitFile receives the exit status (JSON, written atomically) before
 	// the shim exits.
 	ExitFile string

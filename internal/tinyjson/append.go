@@ -1,6 +1,7 @@
 package tinyjson
 
 import (
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -150,6 +151,28 @@ func (o *Object) Strings(k string, v []string) *Object {
 	}
 	o.b = append(o.b, ']')
 	return o
+}
+
+// StringMap adds an object of strings, its keys sorted.
+func (o *Object) StringMap(k string, m map[string]string) *Object {
+	o.Key(k)
+	o.b = AppendStringMap(o.b, m)
+	return o
+}
+
+// AppendStringMap appends m as a JSON object, its keys sorted (as
+// encoding/json writes a map).
+func AppendStringMap(b []byte, m map[string]string) []byte {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	o := NewObject(b)
+	for _, k := range keys {
+		o.Str(k, m[k])
+	}
+	return o.End()
 }
 
 // End closes the object and returns the bytes.

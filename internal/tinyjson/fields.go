@@ -72,6 +72,26 @@ func StringsInto(p *[]string) Field {
 	}
 }
 
+// StringMapInto decodes an object of strings into p (a new map).
+func StringMapInto(p *map[string]string) Field {
+	return func(v []byte) error {
+		m, err := StringMap(v)
+		*p = m
+		return err
+	}
+}
+
+// StringMap decodes an object of strings.
+func StringMap(v []byte) (map[string]string, error) {
+	m := map[string]string{}
+	err := Members(v, func(k string, val []byte) error {
+		s, err := String(val)
+		m[k] = s
+		return err
+	})
+	return m, err
+}
+
 // RawInto keeps a copy of the raw value (JSON) in p.
 func RawInto(p *[]byte) Field {
 	return func(v []byte) error {

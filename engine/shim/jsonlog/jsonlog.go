@@ -24,6 +24,9 @@ import (
 //
 //	{"log":"hello\n","stream":"stdout","time":"2026-01-02T03:04:05.123456789Z"}
 //
+// with the container's attributes, when its log options ask for some
+// (labels, env), between stream and time: "attrs":{"key":"value"}.
+//
 // A message is a line including its "\n"; a line longer than maxLogLine is
 // cut into several messages, and output that ends without a newline is
 // flushed as a last message when the stream closes, as Docker's copier does.
@@ -38,6 +41,8 @@ type Writer struct {
 	rot  Rotation
 	buf  []byte
 	now  func() time.Time
+	// attrs is the encoded attrs member with its comma, or nil.
+	attrs []byte
 	// compress gzips a rotated file p to p.gz (Rotation.Compress).
 	compress func(p string)
 	// zip counts the compressions of rotated files under way.
@@ -67,6 +72,17 @@ func OpenWriter(path string, rot Rotation) (*Writer, error) {
 		return nil, err
 	}
 	return &Writer{f: f, path: path, size: st.Size(), rot: rot, now: time.Now}, nil
+}
+
+// SetAttrs gives every line written from now on the attributes attrs
+// (none when empty).
+func (w *Writer) SetAttrs(attrs map[string]string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.attrs = nil
+	if len(attrs) > 0 {
+		w.attrs = tinyjson.AppendStringMap([]byte(`,"attrs":`), attrs)
+	}
 }
 
 // rotate moves the full log aside (or truncates it) and starts a new one.
@@ -135,7 +151,9 @@ func (w *Writer) emit(stream string, msg []byte) error {
 	b = appendJSONString(b, msg)
 	b = append(b, `,"stream":"`...)
 	b = append(b, stream...)
-	b = append(b, `","time":"`...)
+	b = append(b, '"')
+	b = append(b, w.attrs...)
+	b = append(b, `,"time":"`...)
 	b = t.AppendFormat(b, time.RFC3339Nano)
 	b = append(b, "\"}\n"...)
 	w.buf = b
@@ -216,6 +234,9 @@ type Entry struct {
 	Stream string
 	Time   time.Time
 	Line   []byte
+	// Attrs are the line's attributes (json-file's labels and env
+	// options), nil when it has none.
+	Attrs map[string]string
 }
 
 // ReadOptions selects entries: Since and Until bound the time (zero means
@@ -444,6 +465,8 @@ func deliver(line []byte, opts ReadOptions, fn func(Entry) error) (stop bool, er
 			e.Stream, err = tinyjson.String(v)
 		case "time":
 			e.Time, err = tinyjson.Time(v)
+		case "attrs":
+			e.Attrs, err = tinyjson.StringMap(v)
 		}
 		return err
 	})

@@ -83,6 +83,39 @@ func TestLogWriterFormat(t *testing.T) {
 	}
 }
 
+// Attributes go between stream and time, keys sorted, as Docker's
+// json-file writes them, and are read back with their line.
+func TestLogWriterAttrs(t *testing.T) {
+	w, path := newTestLog(t)
+	w.SetAttrs(map[string]string{"service": "web", "env": "a=b <c>"})
+	out := w.Stream("stdout")
+	if _, err := out.Write([]byte("hello\n")); err != nil {
+		t.Fatal(err)
+	}
+	w.SetAttrs(nil)
+	if _, err := out.Write([]byte("bare\n")); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"log":"hello\n","stream":"stdout","attrs":{"env":"a=b \u003cc\u003e","service":"web"},"time":"2026-01-02T03:04:05.123456789Z"}
+{"log":"bare\n","stream":"stdout","time":"2026-01-02T03:04:06.123456789Z"}
+`
+	if string(b) != want {
+		t.Errorf("log file:\n%s\nwant:\n%s", b, want)
+	}
+	var got []map[string]string
+	err = Read(context.Background(), path, ReadOptions{Tail: -1}, func(e Entry) error {
+		got = append(got, e.Attrs)
+		return nil
+	})
+	if err != nil || len(got) != 2 || got[0]["env"] != "a=b <c>" || got[0]["service"] != "web" || len(got[0]) != 2 || got[1] != nil {
+		t.Errorf("attrs read back: %v, %v", got, err)
+	}
+}
+
 func TestLogWriterLongLines(t *testing.T) {
 	tests := []struct {
 		name  string

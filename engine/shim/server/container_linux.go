@@ -40,6 +40,7 @@ func (s *server) create(bundle string) error {
 			return err
 		}
 		logw.CompressWith(s.gzipLog)
+		logw.SetAttrs(cfg.LogAttrs)
 	}
 	reply, initExit, err := s.runtime(&wire.RuntimeRequest{Op: wire.RuntimeCreate, Bundle: bundle, Files: roles}, files)
 	if err != nil {

@@ -17,7 +17,11 @@ func (c *Config) MarshalJSON() ([]byte, error) {
 		rot.Bool("compress", true)
 	}
 	o := tinyjson.NewObject(nil).Str("id", c.ID).Str("stateDir", c.StateDir).Str("socketPath", c.SocketPath).
-		Str("logPath", c.LogPath).Raw("logRotation", rot.End()).Str("exitFile", c.ExitFile)
+		Str("logPath", c.LogPath).Raw("logRotation", rot.End())
+	if len(c.LogAttrs) > 0 {
+		o.StringMap("logAttrs", c.LogAttrs)
+	}
+	o.Str("exitFile", c.ExitFile)
 	for _, f := range []struct {
 		k string
 		v bool
@@ -46,6 +50,7 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 		"id": tinyjson.StringInto(&c.ID), "stateDir": tinyjson.StringInto(&c.StateDir),
 		"socketPath": tinyjson.StringInto(&c.SocketPath), "logPath": tinyjson.StringInto(&c.LogPath),
 		"logRotation": func(v []byte) error { return tinyjson.Decode(v, rot) },
+		"logAttrs":    tinyjson.StringMapInto(&c.LogAttrs),
 		"exitFile":    tinyjson.StringInto(&c.ExitFile), "tty": tinyjson.BoolInto(&c.Tty),
 		"openStdin": tinyjson.BoolInto(&c.OpenStdin), "stdinOnce": tinyjson.BoolInto(&c.StdinOnce),
 		"height": tinyjson.Uint16Into(&c.Height), "width": tinyjson.Uint16Into(&c.Width),

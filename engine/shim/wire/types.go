@@ -34,13 +34,16 @@ type Config struct {
 	SocketPath  string           `json:"socketPath"`
 	LogPath     string           `json:"logPath"`
 	LogRotation jsonlog.Rotation `json:"logRotation,omitempty"`
-	ExitFile    string           `json:"exitFile"`
-	Tty         bool             `json:"tty,omitempty"`
-	OpenStdin   bool             `json:"openStdin,omitempty"`
-	StdinOnce   bool             `json:"stdinOnce,omitempty"`
-	Height      uint16           `json:"height,omitempty"`
-	Width       uint16           `json:"width,omitempty"`
-	Debug       bool             `json:"debug,omitempty"`
+	// LogAttrs are the attributes each line of the log carries (json-file's
+	// labels and env options).
+	LogAttrs  map[string]string `json:"logAttrs,omitempty"`
+	ExitFile  string            `json:"exitFile"`
+	Tty       bool              `json:"tty,omitempty"`
+	OpenStdin bool              `json:"openStdin,omitempty"`
+	StdinOnce bool              `json:"stdinOnce,omitempty"`
+	Height    uint16            `json:"height,omitempty"`
+	Width     uint16            `json:"width,omitempty"`
+	Debug     bool              `json:"debug,omitempty"`
 	// RuntimeBinary is hutch-runtime, which the shim starts for every step
 	// that needs libcontainer.
 	RuntimeBinary string `json:"runtimeBinary"`
