@@ -20,9 +20,9 @@ import (
 // errdefs.ErrPermissionDenied for the reserved name "scratch".
 func NormalizeReference(fromImage, tag string) (string, error) {
 	// "docker pull -a" sends a trailing ":"; Docker tolerates it.
-	named, err := reference.ParseNormalizedNamed(strings.TrimSuffix(fromImage, ":"))
+	named, err := parseRemoteName(strings.TrimSuffix(fromImage, ":"))
 	if err != nil {
-		return "", invalidReference(err)
+		return "", err
 	}
 	if tag != "" {
 		if d, derr := digest.Parse(tag); derr == nil {
@@ -44,11 +44,27 @@ func NormalizeReference(fromImage, tag string) (string, error) {
 // parsePullReference parses what Pull accepts: anything NormalizeReference
 // returns, or a short name in Docker's syntax.
 func parsePullReference(ref string) (reference.Named, error) {
-	named, err := reference.ParseNormalizedNamed(ref)
+	named, err := parseRemoteName(ref)
+	if err != nil {
+		return nil, err
+	}
+	return pullName(named)
+}
+
+// parseRemoteName parses a name to fetch from a registry. Docker's parser
+// leaves some names without one: a first component with a dot, so not
+// Docker Hub's, that is no host name either ("a_b.c/d" is a path of two
+// components). dockerd then asks a registry named "" and fails with Go's
+// "no Host in request URL"; refused here as the invalid reference it is.
+func parseRemoteName(s string) (reference.Named, error) {
+	named, err := reference.ParseNormalizedNamed(s)
 	if err != nil {
 		return nil, invalidReference(err)
 	}
-	return pullName(named)
+	if reference.Domain(named) == "" {
+		return nil, invalidReference(fmt.Errorf("%w: %q names no registry host", reference.ErrReferenceInvalidFormat, s))
+	}
+	return named, nil
 }
 
 // pullName makes named pullable: a tag or a digest, never both (the digest

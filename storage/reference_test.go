@@ -58,6 +58,7 @@ func TestNormalizeReferenceErrors(t *testing.T) {
 		{"Busybox", "", errdefs.ErrInvalidArgument, "invalid reference format: repository name (library/Busybox) must be lowercase"},
 		{"busybox", "bad tag!", errdefs.ErrInvalidArgument, "invalid tag format"},
 		{"busy box", "", errdefs.ErrInvalidArgument, "invalid reference format"},
+		{"a_b.c/d", "", errdefs.ErrInvalidArgument, `invalid reference format: "a_b.c/d" names no registry host`},
 		{"scratch", "", errdefs.ErrPermissionDenied, "'scratch' is a reserved name"},
 	}
 	for _, tt := range tests {
