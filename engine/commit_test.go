@@ -283,6 +283,7 @@ func TestImagePush(t *testing.T) {
 		{"bad name", PushRequest{Name: "UPPER"}, nil, errdefs.ErrInvalidArgument},
 		{"bad tag", PushRequest{Name: "x", Tag: "a:b"}, nil, errdefs.ErrInvalidArgument},
 		{"digest", PushRequest{Name: "x@sha256:" + strings.Repeat("a", 64)}, nil, errdefs.ErrInvalidArgument},
+		{"no registry host", PushRequest{Name: "a_b.c/d", Tag: "1"}, nil, errdefs.ErrInvalidArgument},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	eventtypes "github.com/moby/moby/api/types/events"
 	"slices"
 	"strings"
@@ -37,6 +38,11 @@ func (e *Engine) ImagePush(ctx context.Context, req PushRequest, progress func(j
 	}
 	if _, ok := named.(reference.Digested); ok {
 		return errdefs.ErrInvalidArgument.WithMessage("cannot push a digest reference: push a tag")
+	}
+	if reference.Domain(named) == "" {
+		// "a_b.c/d": a dot in the first component, so not Docker Hub's,
+		// but no host name either (as pulls refuse it).
+		return invalidReference(fmt.Errorf("%w: %q names no registry host", reference.ErrReferenceInvalidFormat, req.Name))
 	}
 	if req.Tag != "" {
 		if named, err = reference.WithTag(reference.TrimNamed(named), req.Tag); err != nil {
