@@ -176,15 +176,13 @@ func logAttrs(c *container.Container) map[string]string {
 		return nil
 	}
 	env := map[string]string{}
+	var labels map[string]string
 	if c.Config != nil {
 		for _, kv := range c.Config.Env {
 			if k, v, ok := strings.Cut(kv, "="); ok {
 				env[k] = v
 			}
 		}
-	}
-	var labels map[string]string
-	if c.Config != nil {
 		labels = c.Config.Labels
 	}
 	attrs := map[string]string{}

@@ -60,12 +60,12 @@ func (s *Store) InspectDistribution(ctx context.Context, ref string, auth regist
 	}
 	src, err := srcRef.NewImageSource(ctx, sys)
 	if err != nil {
-		return out, classifyDistributionError(err)
+		return out, classifyRegistryAnswer(err)
 	}
 	defer src.Close()
 	blob, mime, err := src.GetManifest(ctx, nil)
 	if err != nil {
-		return out, classifyDistributionError(err)
+		return out, classifyRegistryAnswer(err)
 	}
 	switch manifest.NormalizedMIMEType(mime) {
 	case manifest.DockerV2Schema1MediaType, manifest.DockerV2Schema1SignedMediaType:
@@ -136,11 +136,11 @@ func configPlatform(ctx context.Context, src types.ImageSource, d digest.Digest)
 	return p, true
 }
 
-// classifyDistributionError classes a registry's answer as dockerd's
-// distribution endpoint does: the status of the registry's error code
+// classifyRegistryAnswer classes a registry's answer to a distribution
+// inspect or a search as dockerd's distribution endpoint does: the status of the registry's error code
 // (unknown manifest or repository 404, unauthorized 401, denied 403) and
 // its "code: message" text.
-func classifyDistributionError(err error) error {
+func classifyRegistryAnswer(err error) error {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}

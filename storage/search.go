@@ -48,7 +48,7 @@ func (s *Store) SearchRegistry(ctx context.Context, term string, limit int, auth
 	}
 	found, err := docker.SearchRegistry(ctx, sys, host, name, limit)
 	if err != nil {
-		return nil, classifyDistributionError(err)
+		return nil, classifyRegistryAnswer(err)
 	}
 	out := make([]registry.SearchResult, 0, len(found))
 	for _, f := range found {
