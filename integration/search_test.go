@@ -6,6 +6,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
@@ -41,6 +42,7 @@ func TestImageSearch(t *testing.T) {
 		out := must(t, d, "search", "--format", "{{.Name}}|{{.StarCount}}|{{.IsOfficial}}", host+"/busybox")
 		// The CLI shows an official mark as "[OK]", none as "".
 		lines := strings.Fields(out)
+		slices.Sort(lines)
 		if len(lines) != 2 || lines[0] != host+"/library/busybox|0|" || lines[1] != host+"/tools/busybox-extras|0|" {
 			t.Errorf("docker search:\n%s", out)
 		}
