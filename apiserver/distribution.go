@@ -3,9 +3,6 @@ package apiserver
 import (
 	"net/http"
 	"strings"
-
-	"github.com/moby/moby/api/pkg/authconfig"
-	"github.com/moby/moby/api/types/registry"
 )
 
 // distributionInspect is GET /distribution/{name}/json: the descriptor and
@@ -18,10 +15,7 @@ func (s *Server) distributionInspect(w http.ResponseWriter, r *http.Request) err
 		notFound(w, r)
 		return nil
 	}
-	var auth registry.AuthConfig
-	if ac, err := authconfig.Decode(r.Header.Get(registry.AuthHeader)); err == nil && ac != nil {
-		auth = *ac
-	}
+	auth, _ := registryAuth(r) // malformed: none, as dockerd
 	res, err := s.backend.DistributionInspect(r.Context(), name, auth)
 	if err != nil {
 		return err

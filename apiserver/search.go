@@ -6,8 +6,6 @@ import (
 	"strconv"
 
 	"github.com/containerd/errdefs"
-	"github.com/moby/moby/api/pkg/authconfig"
-	"github.com/moby/moby/api/types/registry"
 )
 
 // imageSearch is GET /images/search (docker search): term, limit (0 or
@@ -26,10 +24,7 @@ func (s *Server) imageSearch(w http.ResponseWriter, r *http.Request) error {
 		}
 		limit = n
 	}
-	var auth registry.AuthConfig
-	if ac, err := authconfig.Decode(r.Header.Get(registry.AuthHeader)); err == nil && ac != nil {
-		auth = *ac
-	}
+	auth, _ := registryAuth(r) // malformed: none, as dockerd
 	res, err := s.backend.SearchImages(r.Context(), q.Get("term"), limit, q.Get("filters"), auth)
 	if err != nil {
 		return err

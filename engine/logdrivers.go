@@ -175,6 +175,9 @@ func logAttrs(c *container.Container) map[string]string {
 	if lc.Type != logJSONFile && lc.Type != "" {
 		return nil
 	}
+	if lc.Config["labels"] == "" && lc.Config["labels-regex"] == "" && lc.Config["env"] == "" && lc.Config["env-regex"] == "" {
+		return nil // the usual case: no map of the environment at each start
+	}
 	env := map[string]string{}
 	var labels map[string]string
 	if c.Config != nil {
