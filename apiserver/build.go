@@ -39,12 +39,13 @@ func (s *Server) imageBuild(w http.ResponseWriter, r *http.Request) error {
 	return stream.finish(err)
 }
 
-// buildRequest reads the query of POST /build. Options of BuildKit and
-// remote contexts are refused rather than ignored.
+// buildRequest reads the query of POST /build. Options of BuildKit are
+// refused rather than ignored.
 func buildRequest(r *http.Request) (engine.BuildRequest, error) {
 	q := r.URL.Query()
 	req := engine.BuildRequest{
 		DockerfileName: q.Get("dockerfile"),
+		Remote:         q.Get("remote"),
 		Request: build.Request{
 			Target:      q.Get("target"),
 			Pull:        queryBool(r, "pull"),
@@ -56,8 +57,6 @@ func buildRequest(r *http.Request) (engine.BuildRequest, error) {
 		},
 	}
 	switch {
-	case q.Get("remote") != "":
-		return req, errdefs.ErrNotImplemented.WithMessage("remote build contexts (git repositories, URLs) are not supported by hutch: send the context as a tar")
 	case q.Get("version") == string(buildtypes.BuilderBuildKit):
 		return req, errdefs.ErrInvalidArgument.WithMessage("BuildKit is not supported by this daemon: use the classic builder (DOCKER_BUILDKIT=0)")
 	case queryBool(r, "squash"):

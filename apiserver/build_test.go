@@ -52,7 +52,6 @@ func TestImageBuild(t *testing.T) {
 		{"t=a@sha256:" + strings.Repeat("a", 64), "ok", `cannot hold a digest`, 400, false},
 		{"buildargs=notjson", "ok", `invalid buildargs`, 400, false},
 		{"labels=%5B%5D", "ok", `invalid labels`, 400, false},
-		{"remote=https://example.com/x.git", "ok", `remote build contexts`, 501, false},
 		{"version=2", "ok", `BuildKit is not supported`, 400, false},
 		{"platform=windows/amd64", "ok", `is not supported`, 400, false},
 	} {
@@ -83,12 +82,12 @@ func TestImageBuild(t *testing.T) {
 	if f.got == nil || f.got.Auth["localhost:5000"].Password != "p" {
 		t.Errorf("X-Registry-Config: %+v", f.got)
 	}
-	q := "t=a:1&t=b&buildargs=" + url.QueryEscape(`{"X":"1","Y":null}`) + "&labels=" + url.QueryEscape(`{"l":"v"}`) + "&rm=0&forcerm=1&q=1&pull=1&nocache=1&dockerfile=sub/D&target=s&extrahosts=h:1.2.3.4,g:5.6.7.8&networkmode=host"
+	q := "t=a:1&t=b&buildargs=" + url.QueryEscape(`{"X":"1","Y":null}`) + "&labels=" + url.QueryEscape(`{"l":"v"}`) + "&rm=0&forcerm=1&q=1&pull=1&nocache=1&dockerfile=sub/D&target=s&extrahosts=h:1.2.3.4,g:5.6.7.8&networkmode=host&remote=https%3A%2F%2Fexample.com%2Fx.git%23main%3Asub"
 	s.Handler().ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("POST", "/build?"+q, strings.NewReader("ok")))
 	r := f.got
 	if r == nil || strings.Join(r.Tags, ",") != "a:1,b" || *r.BuildArgs["X"] != "1" || r.BuildArgs["Y"] != nil || r.Labels["l"] != "v" ||
 		r.Remove || !r.ForceRemove || !r.Quiet || !r.Pull || !r.NoCache || r.DockerfileName != "sub/D" || r.Target != "s" ||
-		strings.Join(r.ExtraHosts, " ") != "h:1.2.3.4 g:5.6.7.8" || r.NetworkMode != "host" {
+		strings.Join(r.ExtraHosts, " ") != "h:1.2.3.4 g:5.6.7.8" || r.NetworkMode != "host" || r.Remote != "https://example.com/x.git#main:sub" {
 		t.Errorf("request = %+v", r)
 	}
 }

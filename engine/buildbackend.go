@@ -31,6 +31,9 @@ import (
 type BuildRequest struct {
 	build.Request
 	DockerfileName string
+	// Remote names the context when it is not the request's body: a git
+	// repository or a URL (buildctx.Remote).
+	Remote string
 	// Auth are the client's credentials by registry (X-Registry-Config),
 	// for the pulls of FROM.
 	Auth map[string]registry.AuthConfig
@@ -40,7 +43,8 @@ type BuildRequest struct {
 // is removed when the engine starts.
 func (e *Engine) buildDir() string { return filepath.Join(e.opts.DataRoot, "build") }
 
-// Build unpacks the context (a tar, maybe compressed) and builds its
+// Build unpacks the context (a tar, maybe compressed: the body, or what
+// req.Remote names) and builds its
 // Dockerfile with the classic builder (engine/build). Errors before any
 // step are errdefs classes (a bad context or Dockerfile: invalid
 // argument).
@@ -50,6 +54,14 @@ func (e *Engine) Build(ctx context.Context, req BuildRequest, body io.Reader, ou
 	}
 	if err := os.MkdirAll(e.buildDir(), 0o700); err != nil {
 		return "", err
+	}
+	if req.Remote != "" {
+		rc, err := buildctx.Remote(ctx, req.Remote, req.DockerfileName, e.buildDir())
+		if err != nil {
+			return "", err
+		}
+		defer rc.Close()
+		body = rc
 	}
 	dir, err := os.MkdirTemp(e.buildDir(), "context-")
 	if err != nil {

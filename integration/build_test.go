@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -322,25 +321,9 @@ func TestBuildSDK(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer res.Body.Close()
-	var id string
-	dec := json.NewDecoder(res.Body)
-	for {
-		var m struct {
-			Stream string
-			Error  string `json:"error"`
-			Aux    *struct{ ID string }
-		}
-		if err := dec.Decode(&m); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		if m.Error != "" {
-			t.Fatalf("build error: %s", m.Error)
-		}
-		if m.Aux != nil {
-			id = m.Aux.ID
-		}
+	id, errMsg := readBuildStream(t, res.Body)
+	if errMsg != "" {
+		t.Fatalf("build error: %s", errMsg)
 	}
 	insp, err := api.ImageInspect(ctx, "sdk/built:latest")
 	if err != nil {
