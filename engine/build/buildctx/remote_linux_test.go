@@ -279,3 +279,24 @@ func TestRemoteGit(t *testing.T) {
 		t.Errorf("scratch holds %d entries after Close", len(ents))
 	}
 }
+
+// FuzzParseGitRemote: whatever the remote, what reaches git's command
+// line as the repository or the ref is never taken for an option, and
+// the repository keeps no fragment.
+func FuzzParseGitRemote(f *testing.F) {
+	for _, s := range []string{"https://h/r.git#main:sub", "git@h:r#-x", "github.com/o/r", "git://h/r#:d", "-x.git", "https://h/r.git##:", "ssh://-oProxyCommand=x/r.git"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, remote string) {
+		g, err := parseGitRemote(remote)
+		if err != nil {
+			return
+		}
+		if strings.HasPrefix(g.repo, "-") || strings.HasPrefix(g.ref, "-") {
+			t.Fatalf("%q: repo %q ref %q start with '-'", remote, g.repo, g.ref)
+		}
+		if !strings.HasPrefix(g.repo, "git@") && strings.Contains(g.repo, "#") {
+			t.Fatalf("%q: repo %q keeps a fragment", remote, g.repo)
+		}
+	})
+}
