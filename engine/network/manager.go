@@ -248,7 +248,7 @@ func (m *Manager) Attach(ctx context.Context, c *container.Container) (engine.Ne
 		nets[i] = p.n
 		settings.Networks[p.n.Name] = endpointSettings(p.n, p.ep, p.cfg)
 	}
-	first, firstNet := plugs[0].ep, plugs[0].n
+	first := plugs[0].ep
 	if err := m.publishLocked(ctx, sb, c, nets, plan, settings.Ports); err != nil {
 		m.detachLocked(context.WithoutCancel(ctx), c.ID, false)
 		return engine.NetAttachment{}, err
@@ -260,16 +260,30 @@ func (m *Manager) Attach(ctx context.Context, c *container.Container) (engine.Ne
 		Addrs:       []netip.Addr{first.IP},
 		HostGateway: m.drv.HostGateway().String(),
 	}
-	if firstNet.UserDefined() {
+	if dnsNet := embeddedDNSNetwork(nets); dnsNet != nil {
 		// As Docker: names are tried as they are first, the embedded
 		// server answers the short ones.
-		att.Nameservers = []string{firstNet.Gateway.String()}
+		att.Nameservers = []string{dnsNet.Gateway.String()}
 		att.DNSOptions = []string{"ndots:0"}
 		att.EmbeddedDNS = true
 	} else {
 		att.Nameservers = []string{m.drv.Nameserver().String()}
 	}
 	return att, nil
+}
+
+// embeddedDNSNetwork is the network whose embedded DNS server a container
+// on nets (in attach order) asks: its first user-defined one. As in
+// Docker, one user network is enough, even behind the default bridge
+// (NetworkMode "" with an EndpointsConfig, as testcontainers creates), and
+// that server answers the names of all the container's user networks.
+func embeddedDNSNetwork(nets []*netState) *netState {
+	for _, n := range nets {
+		if n.UserDefined() {
+			return n
+		}
+	}
+	return nil
 }
 
 // plannedPlug is an endpoint reserved for a container, to be plugged.

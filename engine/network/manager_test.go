@@ -340,6 +340,37 @@ func TestAttachUserNetworks(t *testing.T) {
 	}
 }
 
+// A container created with no network mode but an endpoint on a user
+// network (as testcontainers-go does) is on the default bridge first and
+// on that network too; as in Docker, it asks the user network's embedded
+// DNS server, which answers the aliases there.
+func TestAttachBridgeAndUserNetwork(t *testing.T) {
+	m := newManager(t, newFake())
+	ctx := context.Background()
+	if _, err := m.NetworkCreate(ctx, network.CreateRequest{Name: "app"}); err != nil {
+		t.Fatal(err)
+	}
+	c := testContainer("client", &containertypes.HostConfig{})
+	ns, err := m.Configure(ctx, c, &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
+		"app": {Aliases: []string{"web"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.NetworkSettings = ns
+	att, err := m.Attach(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := att.Settings.Networks["app"]
+	if att.Settings.Networks["bridge"] == nil || app == nil || att.Addrs[0].String() != "172.17.0.2" {
+		t.Fatalf("networks %v, addresses %v", att.Settings.Networks, att.Addrs)
+	}
+	if !att.EmbeddedDNS || !slices.Equal(att.Nameservers, []string{app.Gateway.String()}) || !slices.Equal(att.DNSOptions, []string{"ndots:0"}) {
+		t.Errorf("resolver %+v, want app's gateway %s", att, app.Gateway)
+	}
+}
+
 func TestConnectDisconnect(t *testing.T) {
 	drv := newFake()
 	m := newManager(t, drv)
