@@ -1,6 +1,8 @@
 package apiserver
 
 import (
+	"context"
+	"errors"
 	"net/http"
 )
 
@@ -174,7 +176,14 @@ func (s *Server) endpoint(rt route) http.Handler {
 			// error can no longer reach the client, only the log.
 			rec, _ := w.(*recorder)
 			started := rec != nil && (rec.status != 0 || rec.hijacked)
-			if started || errorStatus(err) >= http.StatusInternalServerError {
+			switch {
+			case r.Context().Err() != nil && errors.Is(err, context.Canceled):
+				// The client went away (a followed log it stopped
+				// reading, as testcontainers does every few seconds):
+				// Docker ends such streams quietly.
+				s.log.DebugContext(r.Context(), "API client went away",
+					"method", r.Method, "path", r.URL.Path)
+			case started || errorStatus(err) >= http.StatusInternalServerError:
 				s.log.ErrorContext(r.Context(), "API handler failed",
 					"method", r.Method, "path", r.URL.Path, "err", err)
 			}

@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -262,5 +263,32 @@ func TestHandlerFailureAfterResponse(t *testing.T) {
 				t.Errorf("response = %d %q, want 200 %q", rec.Code, rec.Body, "partial")
 			}
 		})
+	}
+}
+
+// TestClientGoneNotLogged checks that a stream the client stopped reading
+// (its request context canceled) is not logged as a handler failure, while
+// another failure after the response started still is.
+func TestClientGoneNotLogged(t *testing.T) {
+	for _, gone := range []bool{true, false} {
+		var log bytes.Buffer
+		s := New(&fakeBackend{}, Options{Logger: slog.New(slog.NewTextHandler(&log, nil))})
+		ctx, cancel := context.WithCancel(context.Background())
+		h := s.endpoint(route{http.MethodGet, "/stream", func(w http.ResponseWriter, r *http.Request) error {
+			_, _ = io.WriteString(w, "partial")
+			if gone {
+				cancel()
+				<-r.Context().Done()
+				return r.Context().Err()
+			}
+			return context.Canceled // not the client's: its context is live
+		}})
+		mux := http.NewServeMux()
+		mux.Handle("GET /stream", h)
+		s.logRecover(mux).ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/stream", nil).WithContext(ctx))
+		cancel()
+		if logged := strings.Contains(log.String(), "API handler failed"); logged == gone {
+			t.Errorf("client gone %v: log %q", gone, log.String())
+		}
 	}
 }
