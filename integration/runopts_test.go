@@ -157,7 +157,12 @@ func TestDevices(t *testing.T) {
 func TestTopPsOptions(t *testing.T) {
 	d, ref := pulled(t)
 	dockerOK(t, d, "run", "-d", "--name", "tp", ref, "sh", "-c", "sleep 300 & wait $!")
-	out := dockerOK(t, d, "top", "tp", "aux")
+	var out string
+	// The shell may not have started its sleep yet on a busy machine.
+	waitFor(t, func() bool {
+		out = dockerOK(t, d, "top", "tp", "aux")
+		return strings.Count(out, "\n") == 2
+	})
 	lines := strings.Split(out, "\n")
 	if len(lines) != 3 || !strings.HasPrefix(lines[0], "USER") || !strings.Contains(lines[0], "%CPU") ||
 		!strings.HasSuffix(lines[1], "sh -c sleep 300 & wait $!") || !strings.HasSuffix(lines[2], "sleep 300") {

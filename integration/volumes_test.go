@@ -273,8 +273,14 @@ func TestTmpfsVolume(t *testing.T) {
 	}
 	// --mount with volume options makes one too; docker restart remounts.
 	dockerOK(t, d, "run", "-d", "--name", "mt", "--mount", "type=volume,source=tv2,target=/d,volume-opt=type=tmpfs,volume-opt=device=tmpfs,volume-opt=o=size=1m", ref, "sh", "-c", "ls /d; touch /d/x; grep ' /d ' /proc/mounts; sleep 300")
-	dockerOK(t, d, "restart", "-t", "0", "mt")
 	var logs string
+	// The first run has written its file and shown its mount before the
+	// restart kills it (on a busy machine it may not have yet).
+	waitFor(t, func() bool {
+		logs, _ = d.Docker(t, "logs", "mt")
+		return strings.Count(logs, "size=1024k") == 1
+	})
+	dockerOK(t, d, "restart", "-t", "0", "mt")
 	waitFor(t, func() bool {
 		logs, _ = d.Docker(t, "logs", "mt")
 		return strings.Count(logs, "size=1024k") == 2
