@@ -9,6 +9,7 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/hutch-engine/hutch/engine"
 	"github.com/moby/moby/api/pkg/authconfig"
+	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/image"
 	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/moby/moby/api/types/registry"
@@ -171,13 +172,29 @@ func (s *Server) imageInspect(w http.ResponseWriter, r *http.Request, name strin
 	if err != nil {
 		return err
 	}
-	if versionLess(APIVersion(r.Context()), "1.44") {
-		return writeJSON(w, http.StatusOK, struct {
-			engine.ImageDetail
-			VirtualSize int64 `json:"VirtualSize"`
-		}{resp, resp.Size})
+	v := APIVersion(r.Context())
+	if !versionLess(v, "1.45") {
+		return writeJSON(w, http.StatusOK, resp)
 	}
-	return writeJSON(w, http.StatusOK, resp)
+	// Before API 1.45 Docker always sends Container and ContainerConfig,
+	// an empty config for an image that records none: docker-compose v1
+	// indexes ContainerConfig when it recreates a container.
+	legacy := legacyImageInspect{ImageDetail: resp, Container: resp.Container, ContainerConfig: resp.ContainerConfig}
+	if legacy.ContainerConfig == nil {
+		legacy.ContainerConfig = &container.Config{}
+	}
+	if versionLess(v, "1.44") {
+		legacy.VirtualSize = &resp.Size
+	}
+	return writeJSON(w, http.StatusOK, legacy)
+}
+
+// legacyImageInspect is GET /images/{name}/json before API 1.45.
+type legacyImageInspect struct {
+	engine.ImageDetail
+	VirtualSize     *int64            `json:"VirtualSize,omitempty"`
+	Container       string            `json:"Container"`
+	ContainerConfig *container.Config `json:"ContainerConfig"`
 }
 
 func (s *Server) imageHistory(w http.ResponseWriter, r *http.Request, name string) error {

@@ -14,6 +14,7 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/hutch-engine/hutch/engine"
 	"github.com/moby/moby/api/types/common"
+	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/image"
 	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/moby/moby/api/types/registry"
@@ -49,6 +50,8 @@ func (f *imageFake) ImageInspect(_ context.Context, ref string) (engine.ImageDet
 	resp := engine.ImageDetail{InspectResponse: image.InspectResponse{ID: "sha256:aa", Size: 7, RepoTags: []string{}, RepoDigests: []string{}}}
 	if ref == "committed" {
 		resp.Parent = "sha256:bb"
+		resp.Container = "c1"
+		resp.ContainerConfig = &container.Config{Volumes: map[string]struct{}{"/v": {}}}
 	}
 	return resp, f.record("ImageInspect(%s)", ref)
 }
@@ -231,6 +234,44 @@ func TestImageRoutes(t *testing.T) {
 
 // A save that fails after the first byte drops the connection rather than
 // end a truncated archive cleanly.
+// TestImageInspectLegacyContainerConfig: before API 1.45 Docker sends
+// Container and ContainerConfig (an empty config when the image records
+// none), which docker-compose v1 indexes when it recreates a container;
+// from 1.45 on it sends neither.
+func TestImageInspectLegacyContainerConfig(t *testing.T) {
+	s := New(&imageFake{}, Options{Logger: testLogger(t)})
+	for _, tc := range []struct {
+		target string
+		want   map[string]string // field → raw JSON; "" for absent
+	}{
+		{"/v1.41/images/committed/json", map[string]string{"Container": `"c1"`, "VirtualSize": "7"}},
+		{"/v1.44/images/x/json", map[string]string{"Container": `""`, "VirtualSize": ""}},
+		{"/v1.45/images/committed/json", map[string]string{"Container": "", "ContainerConfig": "", "VirtualSize": ""}},
+		{"/images/committed/json", map[string]string{"Container": "", "ContainerConfig": ""}},
+	} {
+		rec := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rec, httptest.NewRequest("GET", tc.target, nil))
+		var got map[string]json.RawMessage
+		if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil || rec.Code != 200 {
+			t.Fatalf("%s: %d %s (%v)", tc.target, rec.Code, rec.Body, err)
+		}
+		for k, want := range tc.want {
+			if string(got[k]) != want {
+				t.Errorf("%s: %s = %s, want %q", tc.target, k, got[k], want)
+			}
+		}
+		if _, ok := tc.want["ContainerConfig"]; ok {
+			continue
+		}
+		var cc *container.Config
+		if err := json.Unmarshal(got["ContainerConfig"], &cc); err != nil || cc == nil {
+			t.Errorf("%s: ContainerConfig %s is not an object", tc.target, got["ContainerConfig"])
+		} else if strings.Contains(tc.target, "committed") && cc.Volumes == nil {
+			t.Errorf("%s: ContainerConfig %s lost the image's", tc.target, got["ContainerConfig"])
+		}
+	}
+}
+
 func TestImageSaveFailureMidStream(t *testing.T) {
 	s := New(&midStreamFailure{}, Options{Logger: testLogger(t)})
 	srv := httptest.NewServer(s.Handler())

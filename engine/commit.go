@@ -129,6 +129,7 @@ func commitImage(base *dockerspec.DockerOCIImage, cfg dockerspec.DockerOCIImageC
 		createdBy = strings.Join(c.Config.Cmd, " ")
 	}
 	img.History = ocispec.History{Created: &now, Author: author, CreatedBy: createdBy, Comment: comment}
+	img.Container, img.ContainerConfig = c.ID, c.Config
 	return img
 }
 

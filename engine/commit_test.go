@@ -220,6 +220,9 @@ func TestContainerCommit(t *testing.T) {
 		len(img.History) != 1 || !slices.Equal(img.Config.Env, []string{"A=b"}) {
 		t.Errorf("image = %+v", img)
 	}
+	if got.Container != stopped.ID || got.ContainerConfig == nil || !slices.Equal(got.ContainerConfig.Cmd, stopped.Config.Cmd) {
+		t.Errorf("Container %q, ContainerConfig %+v: want the source container's", got.Container, got.ContainerConfig)
+	}
 	if want := map[string]bool{"/etc": true, "/etc/hosts": true}; !maps.Equal(got.Exclude, want) {
 		t.Errorf("Exclude = %v, want %v", got.Exclude, want)
 	}

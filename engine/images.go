@@ -11,6 +11,7 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
 	"github.com/hutch-engine/hutch/engine/container"
+	containertypes "github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/image"
 	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/moby/moby/api/types/registry"
@@ -263,6 +264,10 @@ func (e *Engine) imageUsers(ctx context.Context) (map[string][]*container.Contai
 type ImageDetail struct {
 	image.InspectResponse
 	Parent string `json:"Parent,omitempty"`
+	// Container and ContainerConfig are the config's legacy fields, which
+	// the API server sends before API 1.45 only.
+	Container       string                 `json:"-"`
+	ContainerConfig *containertypes.Config `json:"-"`
 }
 
 // ImageInspect answers GET /images/{name}/json.
@@ -304,7 +309,7 @@ func (e *Engine) ImageInspect(ctx context.Context, ref string) (ImageDetail, err
 			}
 		}
 	}
-	return ImageDetail{InspectResponse: resp, Parent: img.Parent}, nil
+	return ImageDetail{InspectResponse: resp, Parent: img.Parent, Container: img.Container, ContainerConfig: img.ContainerConfig}, nil
 }
 
 func nonNil(s []string) []string {

@@ -116,6 +116,12 @@ type Image struct {
 	Config *dockerspec.DockerOCIImage
 	// Comment is the config's top-level "comment" (docker import -m).
 	Comment string
+	// Container and ContainerConfig are the config's legacy top-level
+	// "container" and "container_config": the container a commit or a
+	// build step made the image from, and that container's config (nil
+	// when the config has none). Docker reports them before API 1.45.
+	Container       string
+	ContainerConfig *containertypes.Config
 	// Parent is the ID of the image a commit made this one from, or "".
 	Parent string
 	// Layers are the image's layers, bottom first.
@@ -174,6 +180,11 @@ type CommitImage struct {
 	// Comment is written as the config's top-level "comment", as Docker
 	// does.
 	Comment string
+	// Container and ContainerConfig are written as the config's top-level
+	// "container" and "container_config", as Docker's commit and classic
+	// builder do: the source container's ID and its config.
+	Container       string
+	ContainerConfig *containertypes.Config
 	// Name is the fully qualified tag to give the image ("" for none).
 	Name string
 	// Parent is the source image's ID, Docker's ParentId.

@@ -251,8 +251,10 @@ func commitConfig(req engine.CommitImage, chain []chainLayer, diff diffLayer) ([
 	img.History = append(slices.Clone(img.History), h)
 	return json.Marshal(struct {
 		dockerspec.DockerOCIImage
-		Comment string `json:"comment,omitempty"`
-	}{img, req.Comment})
+		Comment         string                 `json:"comment,omitempty"`
+		Container       string                 `json:"container,omitempty"`
+		ContainerConfig *containertypes.Config `json:"container_config,omitempty"`
+	}{img, req.Comment, req.Container, req.ContainerConfig})
 }
 
 // commitManifest is the OCI manifest of the new image: its layers by their

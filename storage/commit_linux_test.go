@@ -105,7 +105,9 @@ func TestCommitImage(t *testing.T) {
 		t.Errorf("changes = %+v, want %+v", changes, want)
 	}
 
-	id, err := s.CommitImage(ctx, rootfs, commitReq(t, s, base, "first", "docker.io/library/committed:1", "/etc/hosts"))
+	req := commitReq(t, s, base, "first", "docker.io/library/committed:1", "/etc/hosts")
+	req.Container, req.ContainerConfig = "ctr1", &containertypes.Config{Volumes: map[string]struct{}{"/data": {}}}
+	id, err := s.CommitImage(ctx, rootfs, req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,6 +119,9 @@ func TestCommitImage(t *testing.T) {
 	cfg := img.Config
 	if img.Parent != base || img.Comment != "first" || len(img.Layers) != 2 || img.Layers[0].ID != baseImg.Layers[0].ID || img.LastTagTime.IsZero() {
 		t.Errorf("committed image = %+v", img)
+	}
+	if _, ok := img.ContainerConfig.Volumes["/data"]; img.Container != "ctr1" || !ok {
+		t.Errorf("container %q, container_config %+v: want the source container's", img.Container, img.ContainerConfig)
 	}
 	if cfg == nil || len(cfg.RootFS.DiffIDs) != 2 || cfg.RootFS.DiffIDs[1] != img.Layers[1].DiffID || len(cfg.History) != 2 ||
 		cfg.History[1].Comment != "first" || cfg.History[1].EmptyLayer || strings.Join(cfg.Config.Cmd, " ") != "/bin/busybox cat /new.txt" {

@@ -12,6 +12,7 @@ import (
 	"github.com/distribution/reference"
 	"github.com/hutch-engine/hutch/engine"
 	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
+	containertypes "github.com/moby/moby/api/types/container"
 	"github.com/opencontainers/go-digest"
 	cstorage "go.podman.io/storage"
 )
@@ -104,10 +105,13 @@ func (s *Store) record(img *cstorage.Image, layers map[string]*cstorage.Layer) *
 	if b, err := s.cs.ImageBigData(img.ID, "sha256:"+img.ID); err == nil {
 		var cfg struct {
 			dockerspec.DockerOCIImage
-			Comment string `json:"comment"`
+			Comment         string                 `json:"comment"`
+			Container       string                 `json:"container"`
+			ContainerConfig *containertypes.Config `json:"container_config"`
 		}
 		if err := json.Unmarshal(b, &cfg); err == nil {
 			out.Config, out.Comment = &cfg.DockerOCIImage, cfg.Comment
+			out.Container, out.ContainerConfig = cfg.Container, cfg.ContainerConfig
 			if cfg.Created != nil && !cfg.Created.IsZero() {
 				out.Created = *cfg.Created
 			}
