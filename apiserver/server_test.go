@@ -70,6 +70,7 @@ func TestHandler(t *testing.T) {
 		method       string
 		target       string
 		host         string
+		agent        string // User-Agent
 		backend      fakeBackend
 		experimental bool
 		status       int
@@ -87,6 +88,10 @@ func TestHandler(t *testing.T) {
 		{name: "version max", method: "GET", target: "/v1.56/version", status: 200,
 			contains: `"Version":"0.0.0-test","ApiVersion":"1.56","MinAPIVersion":"1.24"`, headers: jsonCT},
 		{name: "version min", method: "GET", target: "/v1.24/version", status: 200, contains: `"ApiVersion":"1.56"`},
+		{name: "version to compose v1", method: "GET", target: "/version", agent: "docker-compose/1.29.2 docker-py/5.0.3 Linux/6.1.0", status: 200,
+			contains: `"ApiVersion":"1.41","MinAPIVersion":"1.24"`},
+		{name: "version to compose v2", method: "GET", target: "/version", agent: "compose/2.40.3", status: 200, contains: `"ApiVersion":"1.56"`},
+		{name: "version to docker-py", method: "GET", target: "/version", agent: "docker-sdk-python/5.0.3", status: 200, contains: `"ApiVersion":"1.56"`},
 		{name: "version too old", method: "GET", target: "/v1.23/version", status: 400, body: tooOld123 + "\n",
 			headers: map[string]string{"Content-Type": "text/plain; charset=utf-8", "Api-Version": MaxAPIVersion}},
 		{name: "version major only too old", method: "GET", target: "/v1/version", status: 400,
@@ -121,6 +126,7 @@ func TestHandler(t *testing.T) {
 			if tc.host != "" {
 				req.Host = tc.host
 			}
+			req.Header.Set("User-Agent", tc.agent)
 			rec := httptest.NewRecorder()
 			s.Handler().ServeHTTP(rec, req)
 			res := rec.Result()

@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/moby/moby/api/types/build"
 	"github.com/moby/moby/api/types/swarm"
@@ -34,7 +35,25 @@ func (s *Server) version(w http.ResponseWriter, r *http.Request) error {
 	// The served range is the API server's to state, not the engine's.
 	v.APIVersion = MaxAPIVersion
 	v.MinAPIVersion = MinAPIVersion
+	if composeV1(r) {
+		v.APIVersion = composeV1APIVersion
+	}
 	return writeJSON(w, http.StatusOK, v)
+}
+
+// composeV1APIVersion is the API version offered to docker-compose 1.x:
+// that of Docker 20.10, which it was last released against (1.29.2, with
+// docker-py 5.0.3 whose default it also is). compose v1 adopts whatever
+// ApiVersion GET /version states, then reads fields Docker has since
+// dropped from newer versions' answers: image inspect's ContainerConfig
+// (1.45) on every recreation, the events' id and status (1.52) in every
+// attached up. Against Docker 26 and later these fail with KeyError.
+const composeV1APIVersion = "1.41"
+
+// composeV1 tells docker-compose 1.x by the User-Agent it always sends:
+// "docker-compose/1.29.2 docker-py/5.0.3 Linux/6.1.0".
+func composeV1(r *http.Request) bool {
+	return strings.HasPrefix(r.UserAgent(), "docker-compose/1.")
 }
 
 func (s *Server) info(w http.ResponseWriter, r *http.Request) error {
