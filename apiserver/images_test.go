@@ -232,8 +232,6 @@ func TestImageRoutes(t *testing.T) {
 	}
 }
 
-// A save that fails after the first byte drops the connection rather than
-// end a truncated archive cleanly.
 // TestImageInspectLegacyContainerConfig: before API 1.45 Docker sends
 // Container and ContainerConfig (an empty config when the image records
 // none), which docker-compose v1 indexes when it recreates a container;
@@ -272,6 +270,8 @@ func TestImageInspectLegacyContainerConfig(t *testing.T) {
 	}
 }
 
+// A save that fails after the first byte drops the connection rather than
+// end a truncated archive cleanly.
 func TestImageSaveFailureMidStream(t *testing.T) {
 	s := New(&midStreamFailure{}, Options{Logger: testLogger(t)})
 	srv := httptest.NewServer(s.Handler())
