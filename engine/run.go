@@ -497,17 +497,9 @@ func (e *Engine) stop(ctx context.Context, c *container.Container, req StopReque
 	}
 	client := e.runs.client(c.ID)
 	if client == nil {
-		// It ended meanwhile: the monitor is recording the exit, which
-		// the caller must see once the stop returns.
-		return waitDone(ctx, done)
+		return nil // it ended meanwhile
 	}
-	switch err := client.Kill(ctx, sig); {
-	case errors.Is(err, shim.ErrNoShim), errdefs.IsConflict(err):
-		// The container ended (the shim says so, or is gone with it);
-		// its exit is being recorded. As Docker (no such process), the
-		// stop is done then.
-		return waitDone(ctx, done)
-	case err != nil && !errors.Is(err, errdefs.ErrNotModified):
+	if err := client.Kill(ctx, sig); err != nil && !errors.Is(err, errdefs.ErrNotModified) {
 		return err
 	}
 	e.containerEvent(c, eventtypes.ActionKill, map[string]string{"signal": strconv.Itoa(int(sig))})
@@ -537,20 +529,11 @@ func (e *Engine) killAndWait(ctx context.Context, id string) error {
 		return err
 	}
 	if client := e.runs.client(id); client != nil {
-		switch err := client.Kill(ctx, syscall.SIGKILL); {
-		case errors.Is(err, shim.ErrNoShim), errdefs.IsConflict(err):
-			// Ended meanwhile: its exit is being recorded.
-		case err != nil && !errors.Is(err, errdefs.ErrNotModified):
+		if err := client.Kill(ctx, syscall.SIGKILL); err != nil && !errors.Is(err, errdefs.ErrNotModified) {
 			return err
-		default:
-			e.containerEventByID(ctx, id, eventtypes.ActionKill, map[string]string{"signal": strconv.Itoa(int(syscall.SIGKILL))})
 		}
+		e.containerEventByID(ctx, id, eventtypes.ActionKill, map[string]string{"signal": strconv.Itoa(int(syscall.SIGKILL))})
 	}
-	return waitDone(ctx, done)
-}
-
-// waitDone waits until done (the exit recorded) or the caller gives up.
-func waitDone(ctx context.Context, done <-chan container.WaitResult) error {
 	select {
 	case <-done:
 		return nil
