@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -20,7 +19,6 @@ import (
 	"github.com/hutch-engine/hutch/engine/spec"
 	"github.com/hutch-engine/hutch/internal/atomicfile"
 	eventtypes "github.com/moby/moby/api/types/events"
-	"golang.org/x/sys/unix"
 )
 
 // runs tracks the shims of running containers and the attach requests
@@ -447,160 +445,6 @@ func (e *Engine) failPending(id string, err error) {
 	}
 }
 
-// StopRequest is POST /containers/{id}/stop and /restart.
-type StopRequest struct {
-	// Timeout in seconds before SIGKILL; nil: the container's StopTimeout,
-	// else 10. A negative value waits forever.
-	Timeout *int
-	Signal  string
-}
-
-// ContainerStop sends the stop signal, then SIGKILL after the timeout. A
-// stopped container is errdefs.ErrNotModified (304).
-func (e *Engine) ContainerStop(ctx context.Context, ref string, req StopRequest) error {
-	c, err := e.containers.Get(ctx, ref)
-	if err != nil {
-		return err
-	}
-	if c, err = e.afterStart(ctx, c.ID); err != nil {
-		return err
-	}
-	if err := c.State.CheckStop(); err != nil {
-		return err
-	}
-	return e.stop(ctx, c, req)
-}
-
-func (e *Engine) stop(ctx context.Context, c *container.Container, req StopRequest) (err error) {
-	sigName := req.Signal
-	if sigName == "" {
-		sigName = c.Config.StopSignal
-	}
-	sig := syscall.SIGTERM
-	if sigName != "" {
-		s, err := ParseSignal(sigName)
-		if err != nil {
-			return err
-		}
-		sig = s
-	}
-	timeout := 10
-	if c.Config.StopTimeout != nil {
-		timeout = *c.Config.StopTimeout
-	}
-	if req.Timeout != nil {
-		timeout = *req.Timeout
-	}
-	done, err := e.containers.Wait(ctx, c.ID, container.WaitNotRunning)
-	if err != nil {
-		return err
-	}
-	client := e.runs.client(c.ID)
-	if client == nil {
-		return nil // it ended meanwhile
-	}
-	if err := client.Kill(ctx, sig); err != nil && !errors.Is(err, errdefs.ErrNotModified) {
-		return err
-	}
-	e.containerEvent(c, eventtypes.ActionKill, map[string]string{"signal": strconv.Itoa(int(sig))})
-	defer func() {
-		if err == nil {
-			e.containerEvent(c, eventtypes.ActionStop, nil)
-		}
-	}()
-	var expire <-chan time.Time
-	if timeout >= 0 {
-		expire = time.After(time.Duration(timeout) * time.Second)
-	}
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-expire:
-	}
-	return e.killAndWait(ctx, c.ID)
-}
-
-// killAndWait sends SIGKILL and waits until the exit is recorded.
-func (e *Engine) killAndWait(ctx context.Context, id string) error {
-	done, err := e.containers.Wait(ctx, id, container.WaitNotRunning)
-	if err != nil {
-		return err
-	}
-	if client := e.runs.client(id); client != nil {
-		if err := client.Kill(ctx, syscall.SIGKILL); err != nil && !errors.Is(err, errdefs.ErrNotModified) {
-			return err
-		}
-		e.containerEventByID(ctx, id, eventtypes.ActionKill, map[string]string{"signal": strconv.Itoa(int(syscall.SIGKILL))})
-	}
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// ContainerKill sends a signal (default SIGKILL) to a running container.
-func (e *Engine) ContainerKill(ctx context.Context, ref, signal string) error {
-	c, err := e.containers.Get(ctx, ref)
-	if err != nil {
-		return err
-	}
-	// The signal is checked before the state, as Docker's router does.
-	sig := syscall.SIGKILL
-	if signal != "" {
-		if sig, err = ParseSignal(signal); err != nil {
-			return err
-		}
-	}
-	if c, err = e.afterStart(ctx, c.ID); err != nil {
-		return err
-	}
-	if err := c.State.CheckKill(c.ID); err != nil {
-		return err
-	}
-	client := e.runs.client(c.ID)
-	if client == nil {
-		return errdefs.ErrConflict.WithMessage(fmt.Sprintf("container %s is not running", c.ID))
-	}
-	if sig != syscall.SIGKILL {
-		if err := client.Kill(ctx, sig); err != nil {
-			return err
-		}
-		e.containerEvent(c, eventtypes.ActionKill, map[string]string{"signal": strconv.Itoa(int(sig))})
-		return nil
-	}
-	// As Docker: SIGKILL returns once the exit is recorded, so that a
-	// docker kill is followed by a stopped container.
-	return e.killAndWait(ctx, c.ID)
-}
-
-// ContainerRestart stops (if running) and starts a container.
-func (e *Engine) ContainerRestart(ctx context.Context, ref string, req StopRequest) error {
-	c, err := e.containers.Get(ctx, ref)
-	if err != nil {
-		return err
-	}
-	if c, err = e.afterStart(ctx, c.ID); err != nil {
-		return err
-	}
-	if err := c.State.CheckRestart(); err != nil {
-		return err
-	}
-	if c.State.Running() {
-		if err := e.stop(ctx, c, req); err != nil {
-			return err
-		}
-	}
-	if err := e.ContainerStart(ctx, c.ID); err != nil {
-		return err
-	}
-	e.containerEvent(c, eventtypes.ActionRestart, nil)
-	return nil
-}
-
 // WaitRequest is POST /containers/{id}/wait.
 type WaitRequest struct {
 	Condition string
@@ -615,22 +459,4 @@ func (e *Engine) ContainerWait(ctx context.Context, ref string, req WaitRequest)
 		return nil, err
 	}
 	return e.containers.Wait(ctx, c.ID, container.WaitCondition(req.Condition))
-}
-
-// ParseSignal reads "SIGTERM", "TERM", "term" or "15".
-func ParseSignal(s string) (syscall.Signal, error) {
-	if n, err := strconv.Atoi(s); err == nil {
-		if n <= 0 || n > 64 {
-			return 0, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("Invalid signal: %s", s))
-		}
-		return syscall.Signal(n), nil
-	}
-	name := strings.ToUpper(s)
-	if !strings.HasPrefix(name, "SIG") {
-		name = "SIG" + name
-	}
-	if sig := unix.SignalNum(name); sig != 0 {
-		return sig, nil
-	}
-	return 0, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("Invalid signal: %s", s))
 }
