@@ -11,6 +11,7 @@ import (
 
 	"github.com/containerd/errdefs"
 	"github.com/hutch-engine/hutch/engine/container"
+	"github.com/hutch-engine/hutch/engine/shim"
 	eventtypes "github.com/moby/moby/api/types/events"
 	"golang.org/x/sys/unix"
 )
@@ -65,12 +66,20 @@ func (e *Engine) stop(ctx context.Context, c *container.Container, req StopReque
 	}
 	client := e.runs.client(c.ID)
 	if client == nil {
-		return nil // it ended meanwhile
+		// It ended meanwhile and monitor is recording its exit: a stop
+		// returns once the container is stopped, as Docker's does.
+		select {
+		case <-done:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
-	if err := client.Kill(ctx, sig); err != nil && !errors.Is(err, errdefs.ErrNotModified) {
+	if err := client.Kill(ctx, sig); err == nil {
+		e.containerEvent(c, eventtypes.ActionKill, map[string]string{"signal": strconv.Itoa(int(sig))})
+	} else if !signalMissed(err) {
 		return err
 	}
-	e.containerEvent(c, eventtypes.ActionKill, map[string]string{"signal": strconv.Itoa(int(sig))})
 	defer func() {
 		if err == nil {
 			e.containerEvent(c, eventtypes.ActionStop, nil)
@@ -97,10 +106,11 @@ func (e *Engine) killAndWait(ctx context.Context, id string) error {
 		return err
 	}
 	if client := e.runs.client(id); client != nil {
-		if err := client.Kill(ctx, syscall.SIGKILL); err != nil && !errors.Is(err, errdefs.ErrNotModified) {
+		if err := client.Kill(ctx, syscall.SIGKILL); err == nil {
+			e.containerEventByID(ctx, id, eventtypes.ActionKill, map[string]string{"signal": strconv.Itoa(int(syscall.SIGKILL))})
+		} else if !signalMissed(err) {
 			return err
 		}
-		e.containerEventByID(ctx, id, eventtypes.ActionKill, map[string]string{"signal": strconv.Itoa(int(syscall.SIGKILL))})
 	}
 	select {
 	case <-done:
@@ -108,6 +118,16 @@ func (e *Engine) killAndWait(ctx context.Context, id string) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// signalMissed reports whether a signal found the container's process
+// gone: the shim answers that it exited (errdefs.ErrConflict) or has gone
+// itself (shim.ErrNoShim). Its exit is then being recorded (monitor), and
+// a stop or kill racing with the container's own end, as compose's stop of
+// every service once one has exited does, waits for that instead of
+// failing.
+func signalMissed(err error) bool {
+	return errors.Is(err, errdefs.ErrConflict) || errors.Is(err, shim.ErrNoShim) || errors.Is(err, errdefs.ErrNotModified)
 }
 
 // ContainerKill sends a signal (default SIGKILL) to a running container.
@@ -134,7 +154,9 @@ func (e *Engine) ContainerKill(ctx context.Context, ref, signal string) error {
 		return errdefs.ErrConflict.WithMessage(fmt.Sprintf("container %s is not running", c.ID))
 	}
 	if sig != syscall.SIGKILL {
-		if err := client.Kill(ctx, sig); err != nil {
+		// A process that ended meanwhile is no error, as on Docker (its
+		// kill of a task already gone succeeds).
+		if err := client.Kill(ctx, sig); err != nil && !signalMissed(err) {
 			return err
 		}
 		e.containerEvent(c, eventtypes.ActionKill, map[string]string{"signal": strconv.Itoa(int(sig))})
