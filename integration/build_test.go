@@ -315,21 +315,28 @@ func TestBuildSDK(t *testing.T) {
 	v := "42"
 	res, err := api.ImageBuild(ctx, &buf, client.ImageBuildOptions{
 		Tags: []string{"sdk/built:latest"}, Dockerfile: "build/Containerfile", Remove: true,
-		BuildArgs: map[string]*string{"V": &v}, Labels: map[string]string{"made-by": "sdk"},
+		BuildArgs: map[string]*string{"V": &v}, Labels: map[string]string{"made-by": "sdk", "a.first": "one word"},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer res.Body.Close()
-	id, errMsg := readBuildStream(t, res.Body)
+	id, stream, errMsg := readBuildStream(t, res.Body)
 	if errMsg != "" {
 		t.Fatalf("build error: %s", errMsg)
+	}
+	// Docker's classic builder: one LABEL step per --label, keys in order,
+	// each followed by its image's ID, as compose's build labels show.
+	for _, step := range []string{"Step 5/6 : LABEL a.first=one word\n ---> ", "Step 6/6 : LABEL made-by=sdk\n ---> "} {
+		if !strings.Contains(stream, step) {
+			t.Errorf("no %q in the build's output:\n%s", step, stream)
+		}
 	}
 	insp, err := api.ImageInspect(ctx, "sdk/built:latest")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if insp.ID != id || insp.Config.Labels["made-by"] != "sdk" {
+	if insp.ID != id || insp.Config.Labels["made-by"] != "sdk" || insp.Config.Labels["a.first"] != "one word" {
 		t.Errorf("image %s labels %v, aux ID %q", insp.ID, insp.Config.Labels, id)
 	}
 	if !slices.Contains(insp.RepoTags, "sdk/built:latest") {

@@ -22,20 +22,24 @@ import (
 )
 
 // readBuildStream reads POST /build's stream to its end: the image ID of
-// the aux message, or the error the stream ended with.
-func readBuildStream(t *testing.T, body io.Reader) (id, errMsg string) {
+// the aux message, the text of the stream messages, and the error the
+// stream ended with.
+func readBuildStream(t *testing.T, body io.Reader) (id, stream, errMsg string) {
 	t.Helper()
 	dec := json.NewDecoder(body)
+	var text strings.Builder
 	for {
 		var m struct {
-			Error string `json:"error"`
-			Aux   *struct{ ID string }
+			Stream string
+			Error  string `json:"error"`
+			Aux    *struct{ ID string }
 		}
 		if err := dec.Decode(&m); err == io.EOF {
-			return id, errMsg
+			return id, text.String(), errMsg
 		} else if err != nil {
 			t.Fatal(err)
 		}
+		text.WriteString(m.Stream)
 		if m.Error != "" {
 			errMsg = m.Error
 		}
@@ -120,7 +124,7 @@ func TestBuildRemote(t *testing.T) {
 		if err != nil {
 			t.Fatalf("build of %s: %v\n%s", tc.remote, err, d.Log())
 		}
-		id, errMsg := readBuildStream(t, res.Body)
+		id, _, errMsg := readBuildStream(t, res.Body)
 		res.Body.Close()
 		if errMsg != "" || id == "" {
 			t.Fatalf("build of %s: id %q, error %q", tc.remote, id, errMsg)

@@ -18,7 +18,7 @@ import (
 // stops every service, the one that just ended too, as soon as its attach
 // stream ends, before hutch has recorded the exit. These are compose's API
 // calls: attach, start, read to the end, then stop (or kill).
-func TestStopAsItExits(t *testing.T) {
+func TestStopKillAfterAttachEnds(t *testing.T) {
 	d, ref := pulled(t)
 	c := d.Client(t)
 	ctx := context.Background()

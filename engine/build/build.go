@@ -18,6 +18,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -114,9 +116,7 @@ func Run(ctx context.Context, be Backend, req Request, out Output) (string, erro
 	for _, s := range stages[:last+1] {
 		b.total += 1 + len(s.Commands)
 	}
-	if len(req.Labels) > 0 {
-		b.total++
-	}
+	b.total += len(req.Labels)
 	if err := b.metaArgs(metaArgs); err != nil {
 		return "", err
 	}
@@ -125,17 +125,19 @@ func Run(ctx context.Context, be Backend, req Request, out Output) (string, erro
 			return "", err
 		}
 	}
-	final := b.cur.image
-	if len(req.Labels) > 0 {
-		text := "LABEL " + labelsText(req.Labels)
+	// As Docker's classic builder, each --label is one more LABEL step of
+	// the last stage, in the order of the keys.
+	for _, k := range slices.Sorted(maps.Keys(req.Labels)) {
+		text := "LABEL " + k + "=" + req.Labels[k]
 		b.stepHeader(text)
 		if err := b.commitConfig(ctx, text, func(c *containertypes.Config) {
-			c.Labels = mergeLabels(c.Labels, req.Labels)
+			c.Labels = mergeLabels(c.Labels, map[string]string{k: req.Labels[k]})
 		}); err != nil {
 			return "", err
 		}
-		final = b.cur.image
+		b.stream(" ---> %s\n", shortID(b.cur.image))
 	}
+	final := b.cur.image
 	if w := b.unusedArgs(); w != "" {
 		b.stream("[Warning] %s\n", w)
 	}

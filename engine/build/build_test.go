@@ -306,3 +306,27 @@ func TestStepsNotProbed(t *testing.T) {
 		t.Errorf("the image's healthcheck: %+v", h)
 	}
 }
+
+// Each --label is a LABEL step of its own after the last stage's, keys in
+// order, with its image's ID after it, as Docker's classic builder does.
+func TestBuildLabels(t *testing.T) {
+	f := newFake()
+	img, out, err := build(t, f, "FROM base\nLABEL team=hutch\n", func(r *Request) {
+		r.Labels = map[string]string{"z.last": "2", "a.first": "one word"}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := img.Config.Labels; len(l) != 3 || l["team"] != "hutch" || l["a.first"] != "one word" || l["z.last"] != "2" {
+		t.Errorf("labels = %v", l)
+	}
+	parent := f.parents[img.ID]
+	want := fmt.Sprintf("Step 3/4 : LABEL a.first=one word\n ---> %s\nStep 4/4 : LABEL z.last=2\n ---> %s\nSuccessfully built %s\n",
+		shortID(parent), shortID(img.ID), shortID(img.ID))
+	if got := out.text.String(); !strings.Contains(got, want) {
+		t.Errorf("output:\n%s\nwant in it:\n%s", got, want)
+	}
+	if h := f.history[img.ID]; !strings.HasSuffix(h, "#(nop)  LABEL z.last=2") {
+		t.Errorf("history of the last step = %q", h)
+	}
+}

@@ -194,13 +194,3 @@ func mergeLabels(dst, add map[string]string) map[string]string {
 	maps.Copy(dst, add)
 	return dst
 }
-
-// labelsText is the LABEL instruction --label values make, keys sorted.
-func labelsText(l map[string]string) string {
-	keys := slices.Sorted(maps.Keys(l))
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = strconv.Quote(k) + "=" + strconv.Quote(l[k])
-	}
-	return strings.Join(parts, " ")
-}
