@@ -41,8 +41,9 @@ type Networks interface {
 	Disconnect(ctx context.Context, c *container.Container, ref string, force bool) (string, error)
 	// Restore runs once when the engine starts: the running containers
 	// keep their addresses, everything else a previous daemon left (network
-	// namespaces, veths) is removed.
-	Restore(ctx context.Context, running []*container.Container) error
+	// namespaces, veths) is removed. It returns the running containers
+	// whose network namespace did not outlive that daemon.
+	Restore(ctx context.Context, running []*container.Container) (lost []string, err error)
 
 	NetworkCreate(ctx context.Context, req network.CreateRequest) (network.CreateResponse, error)
 	NetworkInspect(ctx context.Context, ref string) (network.Inspect, error)
@@ -248,13 +249,13 @@ func hasOperational(ns *containertypes.NetworkSettings) bool {
 // restoreNetworks runs after the container records are reconciled: the
 // records of containers that are not running lose their addresses, and
 // the Networks implementation keeps the running ones' and cleans the rest.
-func (e *Engine) restoreNetworks(ctx context.Context) error {
+func (e *Engine) restoreNetworks(ctx context.Context) (lost []string, err error) {
 	if e.opts.Networks == nil {
-		return nil
+		return nil, nil
 	}
 	list, err := e.containers.List(ctx, container.ListOptions{All: true})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var running []*container.Container
 	for _, c := range list {

@@ -297,7 +297,9 @@ func rootfsLayer(t *testing.T, d *daemon, id string) string {
 // state, and its name can be used again.
 func TestKill9DuringRemove(t *testing.T) {
 	d, ref := pulled(t)
-	keep := must(t, d, "run", "-d", "--name", "bystander", ref, "sleep", "300")
+	// Without a network of its own: a networked container does not outlive
+	// a kill -9 of the daemon (TestRestartEndsNetworklessContainers).
+	keep := must(t, d, "run", "-d", "--name", "bystander", "--network", "none", ref, "sleep", "300")
 	graph := filepath.Join(d.Data, "hutch", "storage")
 	// 10 000 files in the container's layer: deleting them takes a while.
 	const fill = "mkdir /many && cd /many && seq 10000 | xargs touch"

@@ -130,7 +130,9 @@ func TestKill9Reconcile(t *testing.T) {
 		}
 		return strings.TrimSpace(out)
 	}
-	run(d, "run", "-d", "--name", "alive", ref, "sleep", "300")
+	// Without a network of its own: a networked container does not outlive
+	// a kill -9 of the daemon (TestRestartEndsNetworklessContainers).
+	run(d, "run", "-d", "--name", "alive", "--network", "none", ref, "sleep", "300")
 	if _, err := d.Docker(t, "run", "--name", "five", ref, "sh", "-c", "exit 5"); err == nil {
 		t.Fatal("exit 5 did not fail docker run")
 	}

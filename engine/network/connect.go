@@ -88,17 +88,25 @@ func (m *Manager) Disconnect(ctx context.Context, c *container.Container, ref st
 // Restore implements engine.Networks: the running containers keep their
 // addresses (their records say which), and the namespaces of all other
 // containers, left by a daemon that died, are removed. Forwarded ports do
-// not survive a restart: rootlesskit's went with its process.
-func (m *Manager) Restore(ctx context.Context, running []*container.Container) error {
+// not survive a restart: rootlesskit's went with its process. A running
+// container whose namespace is gone (the rootless daemon's mount and
+// network namespaces are new at each start) is returned in lost, its
+// addresses free.
+func (m *Manager) Restore(ctx context.Context, running []*container.Container) (lost []string, err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	keep := map[string]bool{}
 	for _, c := range running {
-		keep[c.ID] = true
 		ns := c.NetworkSettings
 		if ns == nil || ns.SandboxKey == "" || m.drv == nil {
+			keep[c.ID] = true
 			continue
 		}
+		if !m.drv.SandboxLive(ctx, c.ID) {
+			lost = append(lost, c.ID)
+			continue
+		}
+		keep[c.ID] = true
 		sb := &sandbox{id: c.ID, path: ns.SandboxKey, key: ns.SandboxID}
 		m.sandboxes[c.ID] = sb
 		names := make([]string, 0, len(ns.Networks))
@@ -130,11 +138,11 @@ func (m *Manager) Restore(ctx context.Context, running []*container.Container) e
 		}
 	}
 	if m.drv == nil {
-		return nil
+		return lost, nil
 	}
 	ids, err := m.drv.Sandboxes(ctx)
 	if err != nil {
-		return fmt.Errorf("listing network namespaces: %w", err)
+		return lost, fmt.Errorf("listing network namespaces: %w", err)
 	}
 	var removed int
 	for _, id := range ids {
@@ -150,7 +158,7 @@ func (m *Manager) Restore(ctx context.Context, running []*container.Container) e
 	if removed > 0 {
 		m.log.Info("removed stale network namespaces", "count", removed)
 	}
-	return nil
+	return lost, nil
 }
 
 // Close stops the DNS servers. The driver's state dies with the detached

@@ -28,6 +28,11 @@ type Driver interface {
 	// Sandboxes lists the containers that have a namespace, so that the
 	// ones left by a daemon that died can be removed.
 	Sandboxes(ctx context.Context) ([]string, error)
+	// SandboxLive reports whether container id's namespace is still
+	// there to join: a daemon restarted in a new mount namespace finds
+	// only the file its predecessor's bind mount was on, and the
+	// namespace gone with the container's interfaces in it.
+	SandboxLive(ctx context.Context, id string) bool
 	// Plug connects the namespace at path to n: a veth pair whose end
 	// ep.HostIf is on n's bridge and whose other end, ep.IfName, has
 	// ep.IP and ep.MAC. With gateway, the namespace's default route goes

@@ -22,6 +22,7 @@ type fakeDriver struct {
 	reserved  []netip.Prefix
 	setup     map[string]bool      // network IDs
 	sandboxes map[string]bool      // container IDs
+	gone      map[string]bool      // container IDs whose namespace is gone
 	plugged   map[string]*Endpoint // by HostIf
 	pluggedIn map[string]string    // HostIf → the namespace's path
 	unplugs   int                  // Unplug calls
@@ -38,7 +39,7 @@ type fakeDriver struct {
 }
 
 func newFake() *fakeDriver {
-	return &fakeDriver{setup: map[string]bool{}, sandboxes: map[string]bool{}, plugged: map[string]*Endpoint{}, pluggedIn: map[string]string{},
+	return &fakeDriver{setup: map[string]bool{}, sandboxes: map[string]bool{}, gone: map[string]bool{}, plugged: map[string]*Endpoint{}, pluggedIn: map[string]string{},
 		forwards: map[int]Forward{}, taken: map[uint16]bool{}, dns: map[netip.Addr]string{}}
 }
 
@@ -87,6 +88,13 @@ func (f *fakeDriver) Sandboxes(context.Context) ([]string, error) {
 		out = append(out, id)
 	}
 	return out, nil
+}
+
+// SandboxLive: a namespace is live unless the test said it was gone.
+func (f *fakeDriver) SandboxLive(_ context.Context, id string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.sandboxes[id] && !f.gone[id]
 }
 
 func (f *fakeDriver) Plug(_ context.Context, path string, n *Network, ep *Endpoint, gateway bool) error {

@@ -437,7 +437,7 @@ func TestRestore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	alive, dead := testContainer("alive", nil), testContainer("dead", nil)
+	alive, dead, orphan := testContainer("alive", nil), testContainer("dead", nil), testContainer("orphan", nil)
 	att, err := m.Attach(ctx, alive)
 	if err != nil {
 		t.Fatal(err)
@@ -446,21 +446,33 @@ func TestRestore(t *testing.T) {
 	if _, err := m.Attach(ctx, dead); err != nil {
 		t.Fatal(err)
 	}
-	// The next daemon: a new manager, the same records and sandboxes.
+	att, err = m.Attach(ctx, orphan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orphan.NetworkSettings = att.Settings
+	// The next daemon: a new manager, the same records and sandboxes, but
+	// the namespace of orphan (still running) went with the old daemon.
+	drv.gone[orphan.ID] = true
 	m2, err := New(ctx, Options{Root: root, Driver: drv})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := m2.Restore(ctx, []*container.Container{alive}); err != nil {
+	lost, err := m2.Restore(ctx, []*container.Container{alive, orphan})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if drv.sandboxes[dead.ID] || !drv.sandboxes[alive.ID] {
-		t.Errorf("sandboxes after restore: %v (alive %s, dead %s)", drv.sandboxes, alive.ID[:12], dead.ID[:12])
+	if !slices.Equal(lost, []string{orphan.ID}) {
+		t.Errorf("lost = %v, want the orphan %s", lost, orphan.ID[:12])
+	}
+	if drv.sandboxes[dead.ID] || !drv.sandboxes[alive.ID] || drv.sandboxes[orphan.ID] {
+		t.Errorf("sandboxes after restore: %v (alive %s, dead %s, orphan %s)", drv.sandboxes, alive.ID[:12], dead.ID[:12], orphan.ID[:12])
 	}
 	n, _ := m2.NetworkInspect(ctx, "bridge")
-	if ep, ok := n.Containers[alive.ID]; !ok || ep.IPv4Address.String() != "172.17.0.2/16" {
+	if ep, ok := n.Containers[alive.ID]; !ok || ep.IPv4Address.String() != "172.17.0.2/16" || len(n.Containers) != 1 {
 		t.Errorf("restored endpoints %v", n.Containers)
 	}
+	// The orphan's address (172.17.0.4) is free again; alive's is not.
 	att3, err := m2.Attach(ctx, testContainer("new", nil))
 	if err != nil || att3.Addrs[0].String() == "172.17.0.2" {
 		t.Errorf("a new container got %v (%v): the restored address must stay taken", att3.Addrs, err)

@@ -181,6 +181,21 @@ func TestDriverLifecycle(t *testing.T) {
 	if ids, _ := d.Sandboxes(ctx); !slices.Equal(ids, []string{id}) {
 		t.Errorf("sandboxes %v", ids)
 	}
+	if !d.SandboxLive(ctx, id) {
+		t.Error("a new sandbox is not live")
+	}
+	// What a daemon restarted in a new mount namespace finds: the file
+	// without the bind mount on it.
+	bare := strings.Repeat("ef", 32)
+	if err := os.WriteFile(filepath.Join(d.o.SandboxDir, bare), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if d.SandboxLive(ctx, bare) || d.SandboxLive(ctx, "../"+id) {
+		t.Error("a bare file (or a bad ID) is a live sandbox")
+	}
+	if err := d.RemoveSandbox(ctx, bare); err != nil {
+		t.Fatal(err)
+	}
 	ip := netip.MustParseAddr("172.30.0.2")
 	ep := &enet.Endpoint{ID: strings.Repeat("cd", 32), IP: ip, MAC: net.HardwareAddr{2, 0x42, 172, 30, 0, 2}, IfName: "eth0", HostIf: "vethcdcdcdcd"}
 	if err := d.Plug(ctx, path, n, ep, true); err != nil {
@@ -333,6 +348,9 @@ func TestDriverLifecycle(t *testing.T) {
 	}
 	if ids, _ := d.Sandboxes(ctx); len(ids) != 0 {
 		t.Errorf("sandboxes after removal %v", ids)
+	}
+	if d.SandboxLive(ctx, id) {
+		t.Error("a removed sandbox is live")
 	}
 	if err := d.TeardownNetwork(ctx, n); err != nil {
 		t.Fatal(err)

@@ -109,6 +109,17 @@ func (d *Driver) Sandboxes(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
+// SandboxLive implements engine/network.Driver: the path is still a bind
+// mount of a namespace (nsfs), not the bare file a mount namespace that
+// ended with an earlier daemon left.
+func (d *Driver) SandboxLive(ctx context.Context, id string) bool {
+	if !validID(id) {
+		return false
+	}
+	var st unix.Statfs_t
+	return unix.Statfs(filepath.Join(d.o.SandboxDir, id), &st) == nil && st.Type == unix.NSFS_MAGIC
+}
+
 // validID accepts container IDs (64 lowercase hex characters) only, so
 // that no name can reach outside SandboxDir.
 func validID(id string) bool {
