@@ -61,9 +61,11 @@ func (e *Engine) reconcile(ctx context.Context) error {
 	if err != nil {
 		e.log.Warn("restoring networks", "err", err)
 	}
+	var stops sync.WaitGroup
 	for _, id := range lost {
-		e.endNetworkless(ctx, id)
+		stops.Go(func() { e.endNetworkless(ctx, id) })
 	}
+	stops.Wait()
 	if n := len(rep.Exited) + len(rep.Lost) + len(rep.Removed) + len(rep.Dead) + len(adopt); n > 0 {
 		e.log.Info("reconciled containers", "adopted", len(adopt), "exited", len(rep.Exited), "lost", len(rep.Lost), "removed", len(rep.Removed), "dead", len(rep.Dead))
 	}
@@ -75,20 +77,17 @@ func (e *Engine) reconcile(ctx context.Context) error {
 // daemon start, and nothing reaches into the old ones). Left running it
 // would be reachable by no one while its record showed its addresses and
 // ports. Docker without live-restore stops every container it finds alive
-// at its start; here only those: stop signal, then SIGKILL after the
-// timeout, in the background, and a start (compose up) brings it back
-// with a network.
+// before its API answers; here only those: stop signal, then SIGKILL after
+// the timeout. A start (compose up) brings it back with a network.
 func (e *Engine) endNetworkless(ctx context.Context, id string) {
 	c, err := e.containers.Get(ctx, id)
 	if err != nil || e.runs.client(id) == nil {
 		return
 	}
 	e.log.Warn("stopping an adopted container: its network did not outlive the daemon that started it", "container", id)
-	go func() {
-		if err := e.stop(context.Background(), c, StopRequest{}); err != nil {
-			e.log.Warn("stopping a container without its network", "container", id, "err", err)
-		}
-	}()
+	if err := e.stop(ctx, c, StopRequest{}); err != nil {
+		e.log.Warn("stopping a container without its network", "container", id, "err", err)
+	}
 }
 
 // adoptMounts counts, for an adopted container, the tmpfs volumes it has
