@@ -140,17 +140,7 @@ func TestKill9Reconcile(t *testing.T) {
 	ended := run(d, "run", "-d", "--name", "ended", ref, "sh", "-c", "sleep 1; exit 7")
 
 	// Kill -9 the hutch daemon processes only (not the shims).
-	var daemons []int
-	for _, p := range append([]int{d.cmd.Process.Pid}, descendants(t, d.cmd.Process.Pid)...) {
-		if args := cmdline(p); len(args) > 1 && args[1] == "daemon" || p == d.cmd.Process.Pid {
-			daemons = append(daemons, p)
-		}
-	}
-	for _, p := range daemons {
-		syscall.Kill(p, syscall.SIGKILL)
-	}
-	<-d.done
-	waitGone(t, daemons)
+	killDaemons(t, d)
 	// "ended" exits while no daemon runs; its shim records the code.
 	time.Sleep(1500 * time.Millisecond)
 

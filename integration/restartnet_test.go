@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -38,17 +37,7 @@ func TestRestartEndsNetworklessContainers(t *testing.T) {
 		t.Fatalf("published port before the restart: %q, %v", body, err)
 	}
 
-	var daemons []int
-	for _, p := range append([]int{d.cmd.Process.Pid}, descendants(t, d.cmd.Process.Pid)...) {
-		if args := cmdline(p); len(args) > 1 && args[1] == "daemon" || p == d.cmd.Process.Pid {
-			daemons = append(daemons, p)
-		}
-	}
-	for _, p := range daemons {
-		syscall.Kill(p, syscall.SIGKILL)
-	}
-	<-d.done
-	waitGone(t, daemons)
+	killDaemons(t, d)
 
 	d2 := startDaemonEnv(t, d.env, d.Socket)
 	// Stopped before the API answers: its stop signal, then SIGKILL (httpd
