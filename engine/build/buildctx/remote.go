@@ -62,9 +62,6 @@ func IsGitURL(remote string) bool {
 	return false
 }
 
-// remoteTimeout bounds the wait for a remote's answer (not its transfer).
-const remoteTimeout = 60 * time.Second
-
 // preambleLen is how much of an answer is looked at to tell a Dockerfile
 // from an archive when the server does not say.
 const preambleLen = 512
@@ -120,8 +117,9 @@ func getRemote(ctx context.Context, raw string) (*http.Response, error) {
 	if err != nil {
 		return nil, fail(errdefs.ErrInvalidArgument.WithMessage, err.Error())
 	}
-	client := &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, ResponseHeaderTimeout: remoteTimeout}}
-	resp, err := client.Do(req)
+	// The client ADD's downloads use: a Transport made per request would
+	// keep its idle connection open for good.
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
