@@ -28,6 +28,8 @@ type Load struct {
 	// after the burst began, in the order of Latency.Samples: it shows
 	// whether the slowest were the first wave or a slow spell later.
 	StartsMs []float64 `json:"starts_ms,omitempty"`
+	// CPU is where the machine's CPU time went during the burst.
+	CPU CPUUse `json:"cpu"`
 }
 
 // slowest is the slowest concurrent container: when it started (ms into
@@ -84,6 +86,10 @@ func benchLoad(ctx context.Context, e *env, res *Results) error {
 	if err := single(singleRuns / 2); err != nil {
 		return err
 	}
+	before, err := readCPU(d.cmd.Process.Pid)
+	if err != nil {
+		return err
+	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	t0 := time.Now()
@@ -121,6 +127,11 @@ func benchLoad(ctx context.Context, e *env, res *Results) error {
 	wall := time.Since(t0)
 	l.WallMs = float64(wall.Microseconds()) / 1000
 	l.PerSecond = round3(float64(e.cfg.containers-l.Failures) / wall.Seconds())
+	after, err := readCPU(d.cmd.Process.Pid)
+	if err != nil {
+		return err
+	}
+	l.CPU = before.use(after)
 	if l.Failures > 0 {
 		progress("   %d of %d containers failed, e.g. %s", l.Failures, l.Containers, l.Errors[0])
 	}

@@ -161,6 +161,12 @@ func (r *Results) printTable(w io.Writer) {
 			fmt.Fprintf(w, "; the slowest (%.0f ms) started %.2f s in, %s", lat, start/1000, wave)
 		}
 		fmt.Fprintln(w)
+		if c := l.CPU; c.Hutch > 0 {
+			all := c.Hutch + c.Clients + c.Other + c.Idle + c.Steal
+			n := float64(l.Containers)
+			fmt.Fprintf(w, "  its CPU time: hutch %.1f ms per container, the clients %.1f; of the machine's: hutch %.0f%%, clients %.0f%%, the rest %.0f%%, idle %.0f%%, steal %.0f%%\n",
+				c.Hutch/n, c.Clients/n, 100*c.Hutch/all, 100*c.Clients/all, 100*c.Other/all, 100*c.Idle/all, 100*c.Steal/all)
+		}
 	}
 	if n := r.Net; n.Loopback.Median > 0 {
 		fmt.Fprintf(w, "throughput (iperf3, median of %d × %d s, Gbit/s): loopback %.2f; published port %.2f (%.0f%%), reverse %.2f (%.0f%%); ",
