@@ -39,7 +39,10 @@ type Config struct {
 	// IDMap is "auto" (subuid ranges when present) or "single".
 	IDMap string `json:"idmap"`
 	// Network is false for --network=none (no slirp4netns).
-	Network            bool     `json:"network"`
+	Network bool `json:"network"`
+	// NetworkChosen is true when --network named slirp4netns or none: the
+	// daemon then does not fall back to none where slirp4netns cannot run.
+	NetworkChosen      bool     `json:"network_chosen,omitempty"`
 	InsecureRegistries []string `json:"insecure_registries,omitempty"`
 	RegistryMirrors    []string `json:"registry_mirrors,omitempty"`
 	// LogDriver and LogOpts are the log driver of containers that name

@@ -84,6 +84,15 @@ func TestResolveLayers(t *testing.T) {
 	if c.DataRoot != "/flag/wins" || c.LogLevel != "warn" || c.IDMap != "single" || c.Network {
 		t.Errorf("flags do not override daemon.json: %+v", c)
 	}
+	for _, tc := range []struct {
+		flag            string
+		network, chosen bool
+	}{{"", true, false}, {"auto", true, false}, {"slirp4netns", true, true}, {"none", false, true}} {
+		c, err := Resolve(Flags{ConfigFile: cfgFile, Network: tc.flag})
+		if err != nil || c.Network != tc.network || c.NetworkChosen != tc.chosen {
+			t.Errorf("--network %q: network %v chosen %v (%v), want %v %v", tc.flag, c.Network, c.NetworkChosen, err, tc.network, tc.chosen)
+		}
+	}
 	for _, bad := range []Flags{{IDMap: "weird"}, {Network: "bridge"}, {DataRoot: "relative"}, {Hosts: []string{"ssh://x"}}} {
 		if _, err := Resolve(bad); err == nil {
 			t.Errorf("Resolve(%+v) accepted bad input", bad)

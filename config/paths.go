@@ -21,7 +21,7 @@ type Flags struct {
 	ConfigFile  string
 	LogLevel    string
 	IDMap       string
-	Network     string // "slirp4netns" (default) or "none"
+	Network     string // "auto" or "" (slirp4netns when it can run), "slirp4netns" or "none"
 }
 
 // RealRoot reports whether hutch runs as root in the initial user namespace,
@@ -143,11 +143,13 @@ func Resolve(f Flags) (*Config, error) {
 		return nil, fmt.Errorf("--idmap %q: want auto or single", f.IDMap)
 	}
 	switch f.Network {
-	case "", "slirp4netns":
+	case "", "auto":
+	case "slirp4netns":
+		c.NetworkChosen = true
 	case "none":
-		c.Network = false
+		c.Network, c.NetworkChosen = false, true
 	default:
-		return nil, fmt.Errorf("--network %q: want slirp4netns or none", f.Network)
+		return nil, fmt.Errorf("--network %q: want auto, slirp4netns or none", f.Network)
 	}
 	if !filepath.IsAbs(c.DataRoot) {
 		return nil, fmt.Errorf("data-root %q must be an absolute path", c.DataRoot)

@@ -84,8 +84,8 @@ func Run(ctx context.Context, f config.Flags) error {
 		log.Warn("WARNING: " + w)
 		c.Warnings = append(c.Warnings, w)
 	}
-	if !c.Network {
-		log.Warn("networking disabled (--network=none): containers get no network")
+	if err := chooseNetwork(c, items, log); err != nil {
+		return err
 	}
 	os.Setenv(config.EnvConfig, c.Encode())
 	return execNamespaces(inst, c, idmap)

@@ -190,11 +190,19 @@ func (e *Engine) createWarnings(hc *containertypes.HostConfig) []string {
 		}
 	}
 	w := shim.AdjustSpec(sp, e.host)
+	if e.opts.NetNS == "" && len(hc.PortBindings) > 0 && !hc.NetworkMode.IsHost() {
+		w = append(w, noNetworkPorts)
+	}
 	if len(w) == 0 {
 		return nil
 	}
 	return w
 }
+
+// noNetworkPorts is the create warning of a container that publishes
+// ports on a daemon without networking (hutch daemon --network=none, or
+// where slirp4netns cannot run): nothing forwards them.
+const noNetworkPorts = "the daemon runs without networking (slirp4netns): published ports are not reachable; run `hutch check`"
 
 func validateHostConfig(hc *containertypes.HostConfig) error {
 	if mode := hc.NetworkMode; mode.IsContainer() && mode.ConnectedContainer() == "" {

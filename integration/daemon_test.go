@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -491,21 +492,7 @@ func TestMissingSlirp4netnsRefused(t *testing.T) {
 func TestSingleUIDWithoutNewuidmap(t *testing.T) {
 	ref := busybox(t)
 	env, rt, _ := daemonEnv(t)
-	bin := t.TempDir()
-	for _, dir := range []string{"/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin"} {
-		ents, _ := os.ReadDir(dir)
-		for _, e := range ents {
-			if e.Name() == "newuidmap" || e.Name() == "newgidmap" {
-				continue
-			}
-			os.Symlink(filepath.Join(dir, e.Name()), filepath.Join(bin, e.Name()))
-		}
-	}
-	for i, kv := range env {
-		if strings.HasPrefix(kv, "PATH=") {
-			env[i] = "PATH=" + bin
-		}
-	}
+	pathWithout(t, env, "newuidmap", "newgidmap")
 	check := exec.Command(hutchBin(t), "check")
 	check.Env = env
 	out, _ := check.CombinedOutput()
@@ -542,6 +529,27 @@ func TestQuickStopExitsCleanly(t *testing.T) {
 		d.Stop() // fails the test unless the daemon exits 0
 		if t.Failed() {
 			t.Fatalf("stop %d", i+1)
+		}
+	}
+}
+
+// pathWithout sets env's PATH to one directory of links to every program
+// of the usual PATH but the ones named: a machine without them installed.
+func pathWithout(t *testing.T, env []string, names ...string) {
+	t.Helper()
+	bin := t.TempDir()
+	for _, dir := range []string{"/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin"} {
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			if slices.Contains(names, e.Name()) {
+				continue
+			}
+			os.Symlink(filepath.Join(dir, e.Name()), filepath.Join(bin, e.Name()))
+		}
+	}
+	for i, kv := range env {
+		if strings.HasPrefix(kv, "PATH=") {
+			env[i] = "PATH=" + bin
 		}
 	}
 }

@@ -20,7 +20,7 @@ func daemonCommand() *cli.Command {
 			&cli.StringFlag{Name: "config-file", Usage: "daemon.json (default $XDG_CONFIG_HOME/hutch/daemon.json)"},
 			&cli.StringFlag{Name: "log-level", Aliases: []string{"l"}, Usage: "debug, info, warn or error"},
 			&cli.StringFlag{Name: "idmap", Value: "auto", Usage: "user namespace mapping: auto (subuid ranges when present) or single (only your uid)"},
-			&cli.StringFlag{Name: "network", Value: "slirp4netns", Usage: "container network: slirp4netns or none"},
+			&cli.StringFlag{Name: "network", Value: "auto", Usage: "container network: slirp4netns, none, or auto (slirp4netns where it can run, else none)"},
 		},
 		Action: func(c *cli.Context) error {
 			return daemon.Run(c.Context, config.Flags{

@@ -135,6 +135,23 @@ func SingleUID(items []Item) bool {
 	return false
 }
 
+// NoNetwork returns the first Missing item that keeps slirp4netns from
+// serving the containers' network (it is not installed, or /dev/net/tun
+// cannot be opened), as one sentence ending with its fix; "" when nothing
+// stops it.
+func NoNetwork(items []Item) string {
+	for _, it := range items {
+		if (it.Check == CheckTun || it.Check == CheckSlirp) && it.Status == Missing {
+			return (&fatalError{item: it}).Error()
+		}
+	}
+	return ""
+}
+
+// NoNetworkLimits says what a daemon without slirp4netns gives containers;
+// the daemon repeats it in its log and /info.
+const NoNetworkLimits = noNetwork + " (their own namespace with loopback only; published ports are not reachable)"
+
 // Warnings turns every item that is not OK into one sentence for /info and
 // the log, starting with single-UID mode and its limits when it applies.
 func Warnings(items []Item) []string {

@@ -1,0 +1,34 @@
+package daemon
+
+import (
+	"fmt"
+	"log/slog"
+
+	"github.com/hutch-engine/hutch/config"
+	"github.com/hutch-engine/hutch/rootless/preflight"
+)
+
+// chooseNetwork settles whether slirp4netns serves the containers'
+// network. Where it cannot run (not installed, /dev/net/tun missing or
+// closed: unprivileged pods, minimal CI images) the daemon starts without
+// it, as it does without newuidmap in single-UID mode, and says so in its
+// log and /info, unless --network=slirp4netns asked for it: then it stops
+// with the reason and the fix instead of slirp4netns's own error.
+func chooseNetwork(c *config.Config, items []preflight.Item, log *slog.Logger) error {
+	why := preflight.NoNetwork(items)
+	switch {
+	case !c.Network:
+		w := "networking disabled (--network=none): " + preflight.NoNetworkLimits
+		log.Warn("WARNING: " + w)
+		c.Warnings = append(c.Warnings, w)
+	case why == "":
+	case c.NetworkChosen:
+		return fmt.Errorf("--network=slirp4netns: %s", why)
+	default:
+		c.Network = false
+		w := "networking disabled: slirp4netns cannot run here, so " + preflight.NoNetworkLimits
+		log.Warn("WARNING: " + w + ". Run `hutch check` for the fix.")
+		c.Warnings = append(c.Warnings, w)
+	}
+	return nil
+}
