@@ -24,22 +24,9 @@ type Flags struct {
 	Network     string // "auto" or "" (slirp4netns when it can run), "slirp4netns" or "none"
 }
 
-// RealRoot reports whether hutch runs as root in the initial user namespace,
-// where it needs no rootlesskit.
-func RealRoot() bool {
-	if os.Geteuid() != 0 {
-		return false
-	}
-	b, err := os.ReadFile("/proc/self/uid_map")
-	if err != nil {
-		return false
-	}
-	var inside, outside, size uint64
-	if _, err := fmt.Sscanf(string(b), "%d %d %d", &inside, &outside, &size); err != nil {
-		return false
-	}
-	return inside == 0 && outside == 0 && size == 4294967295
-}
+// RealRoot reports whether hutch runs as real root, without rootlesskit
+// (preflight.RealRoot).
+func RealRoot() bool { return preflight.RealRoot() }
 
 // Resolve builds the Config on the host: the contract's paths, daemon.json,
 // then flags.

@@ -5,6 +5,8 @@ package integration
 import (
 	"context"
 	"os"
+	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -65,5 +67,44 @@ func TestRootModeWithoutRootlesskit(t *testing.T) {
 	}
 	if out, err := d.Docker(t, "rm", "-f", id); err != nil {
 		t.Errorf("rm -f: %v %s", err, out)
+	}
+}
+
+// Root without CAP_SYS_ADMIN (a container's root: CI jobs in unprivileged
+// containers and pods) cannot mount: hutch runs rootless there, as for
+// any user, instead of taking the real-root path and failing at the first
+// mount.
+func TestRootModeWithoutSysAdminRunsRootless(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("the rootmode tests must run as root (make test builds them only then)")
+	}
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		t.Fatalf("setpriv (util-linux) not found: %v", err)
+	}
+	env, rt, _ := daemonEnv(t)
+	sock := rt + "/nocap.sock"
+	cmd := exec.Command(setpriv, "--bounding-set=-sys_admin", "--inh-caps=-sys_admin", "--",
+		hutchBin(t), "daemon", "--host", "unix://"+sock, "--data-root", t.TempDir())
+	d := startDaemonCmd(t, env, sock, cmd)
+	self, _ := os.Readlink("/proc/self/ns/user")
+	engine, _ := os.Readlink("/proc/" + itoa(enginePID(t, d)) + "/ns/user")
+	if engine == "" || engine == self {
+		t.Errorf("engine in user namespace %q, want one of its own (rootless), not the initial %s", engine, self)
+	}
+	res, err := d.Client(t).Info(context.Background(), client.InfoOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(res.Info.SecurityOptions, "name=rootless") {
+		t.Errorf("SecurityOptions %q lack name=rootless", res.Info.SecurityOptions)
+	}
+	ref := busybox(t)
+	if out, err := d.Docker(t, "pull", "-q", ref); err != nil {
+		t.Fatalf("pull: %v\n%s\n%s", err, out, d.Log())
+	}
+	out, err := d.Docker(t, "run", "--rm", ref, "sh", "-c", "echo nocap ok; cat /proc/self/uid_map")
+	if err != nil || !strings.HasPrefix(out, "nocap ok\n") || strings.Contains(out, "4294967295") {
+		t.Errorf("docker run under root without CAP_SYS_ADMIN: %v\n%s\n%s", err, out, d.Log())
 	}
 }

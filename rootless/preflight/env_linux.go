@@ -37,14 +37,26 @@ func DefaultEnv() Env {
 		env.Kernel = unix.ByteSliceToString(uts.Release[:])
 	}
 	if uid == 0 {
-		uidMap, _ := os.ReadFile("/proc/self/uid_map")
-		status, _ := os.ReadFile("/proc/self/status")
-		env.Rootful = initialUserNS(string(uidMap)) && hasCap(string(status), unix.CAP_SYS_ADMIN)
+		env.Rootful = RealRoot()
 		if env.Rootful {
 			env.DataDir = "/var/lib/hutch"
 		}
 	}
 	return env
+}
+
+// RealRoot reports whether this process is root in the initial user
+// namespace with CAP_SYS_ADMIN: hutch then runs without rootlesskit
+// (DESIGN §2). Root without CAP_SYS_ADMIN (a container's root: CI jobs in
+// unprivileged containers and pods) cannot mount, and runs rootless as
+// any user does.
+func RealRoot() bool {
+	if os.Geteuid() != 0 {
+		return false
+	}
+	uidMap, _ := os.ReadFile("/proc/self/uid_map")
+	status, _ := os.ReadFile("/proc/self/status")
+	return initialUserNS(string(uidMap)) && hasCap(string(status), unix.CAP_SYS_ADMIN)
 }
 
 // defaultDataDir is $XDG_DATA_HOME/hutch, else ~/.local/share/hutch

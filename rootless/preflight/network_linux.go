@@ -8,8 +8,6 @@ import (
 	"os/exec"
 )
 
-const noNetwork = "containers get no network except --network host"
-
 // checkTun checks that slirp4netns will be able to create its tap device:
 // it opens /dev/net/tun from inside the user namespace, where the device
 // node's root owner is unmapped, so the node must be open to everybody.

@@ -148,6 +148,9 @@ func NoNetwork(items []Item) string {
 	return ""
 }
 
+// noNetwork is what containers get where slirp4netns cannot run.
+const noNetwork = "containers get no network except --network host"
+
 // NoNetworkLimits says what a daemon without slirp4netns gives containers;
 // the daemon repeats it in its log and /info.
 const NoNetworkLimits = noNetwork + " (their own namespace with loopback only; published ports are not reachable)"

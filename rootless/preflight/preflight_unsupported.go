@@ -13,6 +13,9 @@ import (
 // DefaultEnv describes the running process; only Linux has anything to check.
 func DefaultEnv() Env { return Env{} }
 
+// RealRoot is false: hutch runs on Linux only.
+func RealRoot() bool { return false }
+
 // ResolveRuntimeDir fails: hutch runs on Linux only.
 func ResolveRuntimeDir(Env) (dir, source string, err error) {
 	return "", "", fmt.Errorf("hutch runs on Linux, not %s: %w", runtime.GOOS, errdefs.ErrNotImplemented)
