@@ -75,9 +75,12 @@ type Engine struct {
 	// volMu orders what makes, mounts and removes volumes: a volume is
 	// not removed between its making and the record of the container
 	// that mounts it.
-	volMu  sync.Mutex
-	runs   *runs
-	joins  netnsJoins
+	volMu sync.Mutex
+	runs  *runs
+	joins netnsJoins
+	// dnsMu orders network connects and disconnects, each with the
+	// rewrite of resolv.conf it may need (netdns.go).
+	dnsMu  sync.Mutex
 	rootfs rootfsRemover
 	pool   rootfsPool
 	host   shim.Host

@@ -10,6 +10,7 @@ import (
 	"github.com/hutch-engine/hutch/engine/container"
 	"github.com/hutch-engine/hutch/engine/spec"
 	"github.com/hutch-engine/hutch/internal/atomicfile"
+	containertypes "github.com/moby/moby/api/types/container"
 )
 
 // slirp4netns's fixed addresses in the detached network namespace, for a
@@ -50,20 +51,7 @@ func (e *Engine) writeEtcFiles(c *container.Container, att NetAttachment, links 
 	var hosts strings.Builder
 	hosts.WriteString("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n")
 	hosts.WriteString("fe00::0\tip6-localnet\nff00::0\tip6-mcastprefix\nff02::1\tip6-allnodes\nff02::2\tip6-allrouters\n")
-	resolv := hostResolvConf()
-	hc := c.HostConfig
-	switch {
-	case len(hc.DNS) > 0 && !att.EmbeddedDNS:
-		// --dns replaces the resolver, except on user networks where the
-		// embedded server answers the containers' names.
-		var servers []string
-		for _, a := range hc.DNS {
-			servers = append(servers, a.String())
-		}
-		resolv = resolvConf(servers, hc.DNSSearch, hc.DNSOptions)
-	case len(att.Nameservers) > 0:
-		resolv = resolvConf(att.Nameservers, hc.DNSSearch, slices.Concat(att.DNSOptions, hc.DNSOptions))
-	}
+	resolv := containerResolvConf(hostResolvConf(), c.HostConfig, att.DNS)
 	switch hostsFile, resolvFile, shared := att.sharedEtc(); {
 	case shared:
 		// --network container:<id> sees what that container sees.
@@ -126,6 +114,25 @@ func (e *Engine) etcDir(c *container.Container) string {
 		return c.Runtime.BundleDir
 	}
 	return e.containers.Dir(c.ID)
+}
+
+// containerResolvConf is the resolv.conf of a container with its own
+// network namespace, whose network gives it d; host is the host's
+// (hostResolvConf).
+func containerResolvConf(host string, hc *containertypes.HostConfig, d DNS) string {
+	switch {
+	case len(hc.DNS) > 0 && !d.EmbeddedDNS:
+		// --dns replaces the resolver, except on user networks where the
+		// embedded server answers the containers' names.
+		var servers []string
+		for _, a := range hc.DNS {
+			servers = append(servers, a.String())
+		}
+		return resolvConf(servers, hc.DNSSearch, hc.DNSOptions)
+	case len(d.Nameservers) > 0:
+		return resolvConf(d.Nameservers, hc.DNSSearch, slices.Concat(d.DNSOptions, hc.DNSOptions))
+	}
+	return host
 }
 
 // resolvConf is a resolv.conf with these servers, search domains and

@@ -1,6 +1,10 @@
 package engine
 
-import "sync"
+import (
+	"maps"
+	"slices"
+	"sync"
+)
 
 // netnsJoins knows which running containers joined another's network
 // namespace (--network container:<id>), so that the end of the owner's
@@ -41,4 +45,11 @@ func (j *netnsJoins) shared(owner string) bool {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return len(j.by[owner]) > 0
+}
+
+// joiners lists the running containers that joined owner's namespace.
+func (j *netnsJoins) joiners(owner string) []string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return slices.Sorted(maps.Keys(j.by[owner]))
 }

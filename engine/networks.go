@@ -39,6 +39,10 @@ type Networks interface {
 	Connect(ctx context.Context, c *container.Container, ref string, cfg *network.EndpointSettings) (string, *network.EndpointSettings, error)
 	// Disconnect removes c from a network and returns the network's name.
 	Disconnect(ctx context.Context, c *container.Container, ref string, force bool) (string, error)
+	// DNS is the resolver of running container id's networks as they are
+	// now (Connect and Disconnect change it); ok is false when id has no
+	// network namespace of its own running.
+	DNS(ctx context.Context, id string) (dns DNS, ok bool)
 	// Restore runs once when the engine starts: the running containers
 	// keep their addresses, everything else a previous daemon left (network
 	// namespaces, veths) is removed. It returns the running containers
@@ -50,6 +54,18 @@ type Networks interface {
 	NetworkList(ctx context.Context, filters string) ([]network.Summary, error)
 	NetworkRemove(ctx context.Context, ref string) error
 	NetworkPrune(ctx context.Context, filters string) (network.PruneReport, error)
+}
+
+// DNS is the resolver a container's network gives it: what its
+// resolv.conf names.
+type DNS struct {
+	// Nameservers and DNSOptions make resolv.conf; no Nameservers is the
+	// host's resolv.conf without loopback servers.
+	Nameservers []string
+	DNSOptions  []string
+	// EmbeddedDNS: the nameserver is hutch's, which answers the names of
+	// containers; --dns then does not replace it in resolv.conf.
+	EmbeddedDNS bool
 }
 
 // DetachOptions say which network Detach releases and how.
@@ -76,13 +92,8 @@ type NetAttachment struct {
 	// Addrs are the container's addresses, its primary network's first:
 	// /etc/hosts maps the hostname to Addrs[0].
 	Addrs []netip.Addr
-	// Nameservers and DNSOptions make resolv.conf; no Nameservers is the
-	// host's resolv.conf without loopback servers.
-	Nameservers []string
-	DNSOptions  []string
-	// EmbeddedDNS: the nameserver is hutch's, which answers the names of
-	// containers; --dns then sets where it forwards to, not resolv.conf.
-	EmbeddedDNS bool
+	// DNS makes resolv.conf.
+	DNS
 	// HostGateway is the address of the host (host-gateway,
 	// host.docker.internal); "" when containers cannot reach it.
 	HostGateway string
@@ -128,7 +139,7 @@ func (e *Engine) legacyAttachment(mode containertypes.NetworkMode) NetAttachment
 	return NetAttachment{
 		NetNSPath:   e.opts.NetNS,
 		Addrs:       []netip.Addr{netip.MustParseAddr(slirpGuestIP)},
-		Nameservers: []string{slirpDNS},
+		DNS:         DNS{Nameservers: []string{slirpDNS}},
 		HostGateway: slirpHost,
 	}
 }
@@ -359,8 +370,12 @@ func (e *Engine) NetworkConnect(ctx context.Context, ref string, req network.Con
 	if err != nil {
 		return err
 	}
-	name, ep, err := n.Connect(ctx, c, ref, req.EndpointConfig)
-	if err != nil {
+	var name string
+	var ep *network.EndpointSettings
+	if err := e.reDNS(ctx, c, func() (err error) {
+		name, ep, err = n.Connect(ctx, c, ref, req.EndpointConfig)
+		return err
+	}); err != nil {
 		return err
 	}
 	e.networkEvent(eventtypes.ActionConnect, ep.NetworkID, name, map[string]string{"container": c.ID})
@@ -386,8 +401,11 @@ func (e *Engine) NetworkDisconnect(ctx context.Context, ref string, req network.
 	if err != nil {
 		return err
 	}
-	name, err := n.Disconnect(ctx, c, ref, req.Force)
-	if err != nil {
+	var name string
+	if err := e.reDNS(ctx, c, func() (err error) {
+		name, err = n.Disconnect(ctx, c, ref, req.Force)
+		return err
+	}); err != nil {
 		return err
 	}
 	if ns := c.NetworkSettings; ns != nil && ns.Networks[name] != nil {

@@ -260,16 +260,37 @@ func (m *Manager) Attach(ctx context.Context, c *container.Container) (engine.Ne
 		Addrs:       []netip.Addr{first.IP},
 		HostGateway: m.drv.HostGateway().String(),
 	}
+	att.DNS = m.resolver(nets)
+	return att, nil
+}
+
+// resolver is the nameserver of a container on nets (in attach order).
+func (m *Manager) resolver(nets []*netState) engine.DNS {
 	if dnsNet := embeddedDNSNetwork(nets); dnsNet != nil {
 		// As Docker: names are tried as they are first, the embedded
 		// server answers the short ones.
-		att.Nameservers = []string{dnsNet.Gateway.String()}
-		att.DNSOptions = []string{"ndots:0"}
-		att.EmbeddedDNS = true
-	} else {
-		att.Nameservers = []string{m.drv.Nameserver().String()}
+		return engine.DNS{Nameservers: []string{dnsNet.Gateway.String()}, DNSOptions: []string{"ndots:0"}, EmbeddedDNS: true}
 	}
-	return att, nil
+	return engine.DNS{Nameservers: []string{m.drv.Nameserver().String()}}
+}
+
+// DNS implements engine.Networks: the resolver of the networks the
+// container's namespace is plugged in now, the first user network's
+// embedded server when it has one, as at a start on them.
+func (m *Manager) DNS(_ context.Context, id string) (engine.DNS, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	sb := m.sandboxes[id]
+	if sb == nil || sb.path == "" || m.drv == nil {
+		return engine.DNS{}, false
+	}
+	nets := make([]*netState, 0, len(sb.order))
+	for _, nid := range sb.order {
+		if n := m.nets[nid]; n != nil {
+			nets = append(nets, n)
+		}
+	}
+	return m.resolver(nets), true
 }
 
 // embeddedDNSNetwork is the network whose embedded DNS server a container

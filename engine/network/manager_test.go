@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -383,9 +384,18 @@ func TestConnectDisconnect(t *testing.T) {
 	if _, err := m.Attach(ctx, running); err != nil {
 		t.Fatal(err)
 	}
+	bridgeDNS := engine.DNS{Nameservers: []string{"10.0.2.3"}}
+	if dns, ok := m.DNS(ctx, running.ID); !ok || !reflect.DeepEqual(dns, bridgeDNS) {
+		t.Errorf("DNS on the default bridge: %+v %v", dns, ok)
+	}
 	name, ep, err := m.Connect(ctx, running, "n1", &network.EndpointSettings{Aliases: []string{"r"}})
 	if err != nil || name != "n1" || ep.IPAddress.String() != "10.99.0.2" || ep.EndpointID == "" {
 		t.Fatalf("connect a running container: %s %+v %v", name, ep, err)
+	}
+	// Connected to a user network, it asks that network's server, as a
+	// container started on both would.
+	if dns, ok := m.DNS(ctx, running.ID); !ok || !reflect.DeepEqual(dns, engine.DNS{Nameservers: []string{"10.99.0.1"}, DNSOptions: []string{"ndots:0"}, EmbeddedDNS: true}) {
+		t.Errorf("DNS after the connect: %+v %v", dns, ok)
 	}
 	if len(drv.plugged) != 2 {
 		t.Errorf("veths after the hot-plug: %v", drv.plugged)
@@ -418,6 +428,12 @@ func TestConnectDisconnect(t *testing.T) {
 	}
 	if len(drv.plugged) != 1 {
 		t.Errorf("veths after disconnect: %v", drv.plugged)
+	}
+	if dns, ok := m.DNS(ctx, running.ID); !ok || !reflect.DeepEqual(dns, bridgeDNS) {
+		t.Errorf("DNS after the disconnect: %+v %v", dns, ok)
+	}
+	if _, ok := m.DNS(ctx, stopped.ID); ok {
+		t.Error("a container that does not run has a resolver")
 	}
 	if _, err := m.Disconnect(ctx, testContainer("other", nil), "n1", false); !errors.Is(err, errdefs.ErrInvalidArgument) {
 		t.Errorf("disconnect a container that is not connected: %v", err)
