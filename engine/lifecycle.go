@@ -61,6 +61,7 @@ func (e *Engine) reconcile(ctx context.Context) error {
 	if err != nil {
 		e.log.Warn("restoring networks", "err", err)
 	}
+	lost = e.joins.closure(lost)
 	var stops sync.WaitGroup
 	for _, id := range lost {
 		stops.Go(func() { e.endNetworkless(ctx, id) })
@@ -74,9 +75,12 @@ func (e *Engine) reconcile(ctx context.Context) error {
 
 // endNetworkless stops an adopted container whose network namespace went
 // with the daemon that made it (rootless: the namespaces are new at each
-// daemon start, and nothing reaches into the old ones). Left running it
+// daemon start, and nothing reaches into the old ones), or that shares
+// such a namespace (--network container:<id>, adoptJoin). Left running it
 // would be reachable by no one while its record showed its addresses and
-// ports. Docker without live-restore stops every container it finds alive
+// ports; a joiner would stay in the old namespace when its owner starts
+// in a new one. --network host containers are in the host's namespace,
+// where the engine is, and keep theirs. Docker without live-restore stops every container it finds alive
 // before its API answers; here only those: stop signal, then SIGKILL after
 // the timeout. A start (compose up) brings it back with a network.
 func (e *Engine) endNetworkless(ctx context.Context, id string) {

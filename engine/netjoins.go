@@ -53,3 +53,25 @@ func (j *netnsJoins) joiners(owner string) []string {
 	defer j.mu.Unlock()
 	return slices.Sorted(maps.Keys(j.by[owner]))
 }
+
+// closure adds to owners the running containers that joined their
+// namespaces, and those that joined these, and so on: a namespace
+// reached through --network container:<a joiner> is the owner's.
+func (j *netnsJoins) closure(owners []string) []string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	out := slices.Clone(owners)
+	seen := map[string]bool{}
+	for _, id := range out {
+		seen[id] = true
+	}
+	for i := 0; i < len(out); i++ {
+		for _, joiner := range slices.Sorted(maps.Keys(j.by[out[i]])) {
+			if !seen[joiner] {
+				seen[joiner] = true
+				out = append(out, joiner)
+			}
+		}
+	}
+	return out
+}
