@@ -113,7 +113,14 @@ func (m *Manager) Restore(ctx context.Context, running []*container.Container) (
 		for name := range ns.Networks {
 			names = append(names, name)
 		}
+		// In Attach's order: the network mode's first (eth0, and the
+		// server resolv.conf names), then the others by name.
 		slices.Sort(names)
+		if p, err := m.find(primaryNetwork(c.HostConfig.NetworkMode)); err == nil {
+			if i := slices.Index(names, p.Name); i > 0 {
+				names = slices.Insert(slices.Delete(names, i, i+1), 0, p.Name)
+			}
+		}
 		for _, name := range names {
 			es := ns.Networks[name]
 			if es == nil || !es.IPAddress.IsValid() || len(es.EndpointID) < 8 {

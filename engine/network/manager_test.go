@@ -467,6 +467,14 @@ func TestRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	orphan.NetworkSettings = att.Settings
+	for _, name := range []string{"aa", "zz"} {
+		if _, err := m.NetworkCreate(ctx, network.CreateRequest{Name: name}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	multi := testContainer("multi", &containertypes.HostConfig{NetworkMode: "zz"})
+	multiAtt := configureAndAttach(t, m, multi, &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{"zz": {}, "aa": {}}})
+	multi.NetworkSettings = multiAtt.Settings
 	// The next daemon: a new manager, the same records and sandboxes, but
 	// the namespace of orphan (still running) went with the old daemon.
 	drv.gone[orphan.ID] = true
@@ -474,7 +482,7 @@ func TestRestore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lost, err := m2.Restore(ctx, []*container.Container{alive, orphan})
+	lost, err := m2.Restore(ctx, []*container.Container{alive, orphan, multi})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -492,6 +500,11 @@ func TestRestore(t *testing.T) {
 	att3, err := m2.Attach(ctx, testContainer("new", nil))
 	if err != nil || att3.Addrs[0].String() == "172.17.0.2" {
 		t.Errorf("a new container got %v (%v): the restored address must stay taken", att3.Addrs, err)
+	}
+	// Restored in the order of its start: the server of its network
+	// mode's network, which its resolv.conf names, stays its resolver.
+	if dns, ok := m2.DNS(ctx, multi.ID); !ok || !slices.Equal(dns.Nameservers, multiAtt.Nameservers) {
+		t.Errorf("resolver after the restore: %v %v, the start gave %v", dns.Nameservers, ok, multiAtt.Nameservers)
 	}
 	if err := m2.Detach(ctx, alive.ID, engine.DetachOptions{}); err != nil || drv.sandboxes[alive.ID] {
 		t.Errorf("detaching the restored container: %v, sandboxes %v", err, drv.sandboxes)
