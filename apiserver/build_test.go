@@ -32,6 +32,9 @@ func (f *fakeBuild) Build(_ context.Context, req engine.BuildRequest, body io.Re
 	case "fail-late":
 		out.Stream("Step 1/2 : FROM x\n")
 		return "", errdefs.ErrInvalidArgument.WithMessage("The command 'false' returned a non-zero code: 1")
+	case "fail-run":
+		out.Stream("Step 1/2 : FROM x\n")
+		return "", &build.Error{Msg: "The command '/bin/sh -c exit 3' returned a non-zero code: 3", Code: 3}
 	}
 	out.Stream("Step 1/1 : FROM x\n")
 	out.ImageID("sha256:abc")
@@ -48,6 +51,9 @@ func TestImageBuild(t *testing.T) {
 			"ok", `{"stream":"Step 1/1 : FROM x\n"}` + "\n" + `{"aux":{"ID":"sha256:abc"}}`, 200, true},
 		{"", "fail-early", `{"message":"dockerfile parse error"}`, 400, true},
 		{"", "fail-late", `{"errorDetail":{"message":"The command 'false' returned a non-zero code: 1"},"error":"The command 'false' returned a non-zero code: 1"}`, 200, true},
+		// A failed RUN's exit code goes in errorDetail, as in Docker
+		// (the docker CLI exits with it).
+		{"", "fail-run", `{"errorDetail":{"code":3,"message":"The command '/bin/sh -c exit 3' returned a non-zero code: 3"},"error":"The command '/bin/sh -c exit 3' returned a non-zero code: 3"}`, 200, true},
 		{"t=Bad::Ref", "ok", `invalid reference format: Bad::Ref`, 400, false},
 		{"t=a@sha256:" + strings.Repeat("a", 64), "ok", `cannot hold a digest`, 400, false},
 		{"buildargs=notjson", "ok", `invalid buildargs`, 400, false},

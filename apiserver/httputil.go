@@ -179,9 +179,19 @@ func (s *jsonStream) finish(err error) error {
 		return err
 	}
 	// Docker still sends the legacy "error" string beside errorDetail.
+	detail := &jsonstream.Error{Message: err.Error()}
+	var coded exitCoder
+	if errors.As(err, &coded) {
+		detail.Code = coded.ExitCode()
+	}
 	s.enc.Encode(struct {
 		ErrorDetail *jsonstream.Error `json:"errorDetail"`
 		Error       string            `json:"error"`
-	}{&jsonstream.Error{Message: err.Error()}, err.Error()})
+	}{detail, err.Error()})
 	return nil
 }
+
+// exitCoder is an error that carries a process's exit code (a build's
+// failed RUN): Docker puts it in errorDetail's code, and clients exit
+// with it (docker build, dockerode users checking errorDetail.code).
+type exitCoder interface{ ExitCode() int }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -135,6 +136,10 @@ COPY . /ctx/
 	out, err := d.Docker(t, "build", "-t", "bad:1", failing)
 	if err == nil || !strings.Contains(out, "The command '/bin/sh -c echo failing; exit 3' returned a non-zero code: 3") {
 		t.Errorf("failing RUN: err %v, output:\n%s", err, out)
+	}
+	// The CLI exits with the RUN's code, which errorDetail carries.
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 3 {
+		t.Errorf("docker build of a RUN that exits 3: %v, want exit status 3", err)
 	}
 	if ps := lines(must(t, d, "ps", "-aq", "--filter", "status=exited")); len(ps) != 1 {
 		t.Errorf("failed step's container: %q, want one", ps)

@@ -74,9 +74,18 @@ type Output interface {
 // Error is a failure of the Dockerfile or its build (a bad instruction, a
 // RUN that failed, a missing file): the user's to fix, answered 400
 // before output begins.
-type Error struct{ Msg string }
+type Error struct {
+	Msg string
+	// Code is the exit code of the RUN that failed, else 0: Docker's
+	// classic builder sends it as the errorDetail's code, and `docker
+	// build` exits with it.
+	Code int
+}
 
 func (e *Error) Error() string { return e.Msg }
+
+// ExitCode is the failed RUN's exit code, for the progress stream.
+func (e *Error) ExitCode() int { return e.Code }
 
 // Unwrap makes it an invalid argument for the API's error mapping.
 func (e *Error) Unwrap() error { return errdefs.ErrInvalidArgument }

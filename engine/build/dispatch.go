@@ -266,7 +266,7 @@ func (b *builder) run(ctx context.Context, c *instructions.RunCommand) error {
 	b.stream(" ---> Running in %s\n", shortID(id))
 	code, err := b.be.Run(ctx, id, copyOutput{b})
 	if err == nil && code != 0 {
-		err = &Error{Msg: fmt.Sprintf("The command '%s' returned a non-zero code: %d", strings.Join(cmd, " "), code)}
+		err = &Error{Msg: fmt.Sprintf("The command '%s' returned a non-zero code: %d", strings.Join(cmd, " "), code), Code: code}
 	}
 	if err != nil {
 		// A failed step's container stays for inspection unless
