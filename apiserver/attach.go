@@ -30,6 +30,7 @@ func (s *Server) containerAttach(w http.ResponseWriter, r *http.Request) error {
 	if !ok {
 		return errdefs.ErrNotImplemented.WithMessage("connection cannot be hijacked")
 	}
+	discardBody(r)
 	conn, buf, err := hj.Hijack()
 	if err != nil {
 		return err
@@ -78,6 +79,20 @@ func endHijacked(conn net.Conn) {
 	}
 	conn.SetReadDeadline(time.Now().Add(2 * time.Second))
 	io.Copy(io.Discard, conn)
+}
+
+// discardBody reads the request's body, which is not part of the stdin
+// stream that follows it: docker-modem (dockerode) sends its attach
+// options as a JSON body with a Content-Length, then the container's input
+// on the same connection. Docker reads stdin from the raw connection and
+// so never hands that body to the container (what its server had buffered
+// is dropped); reading exactly the body keeps the input sent right after
+// it. A body without a length (chunked) is left alone: its end may never
+// come before the raw stream.
+func discardBody(r *http.Request) {
+	if r.ContentLength > 0 {
+		io.CopyN(io.Discard, r.Body, r.ContentLength)
+	}
 }
 
 // bufferedPart returns what the server already read past the request head.
