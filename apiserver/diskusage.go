@@ -21,18 +21,28 @@ type DiskUsageBackend interface {
 }
 
 // legacyDiskUsage is /system/df before API 1.52: the lists, which the
-// client sums up.
+// client sums up. Lists of the types not asked for are left out.
 type legacyDiskUsage struct {
-	LayersSize int64
-	Images     []image.Summary
-	Containers []container.Summary
-	Volumes    []volume.Volume
-	BuildCache []build.CacheRecord
+	LayersSize int64               `json:"LayersSize,omitempty"`
+	Images     []image.Summary     `json:"Images,omitzero"`
+	Containers []container.Summary `json:"Containers,omitzero"`
+	Volumes    []volume.Volume     `json:"Volumes,omitzero"`
+	BuildCache []build.CacheRecord `json:"BuildCache,omitzero"`
 }
 
-// systemDF answers GET /system/df: the lists before API 1.52, and from it
-// the totals per type (of those asked for with type=), with the lists only
-// when verbose.
+// diskUsageCompat is /system/df from API 1.52: the totals per type, and
+// the lists of before unless the client asked for verbose.
+type diskUsageCompat struct {
+	*legacyDiskUsage
+	*system.DiskUsage
+}
+
+// systemDF answers GET /system/df for the types asked for with type=
+// (all by default): the lists before API 1.52; from it the totals per
+// type with their lists as Items, and beside them the lists of before
+// unless verbose=1. Docker (API 1.56 included) still sends those old
+// lists to clients that ask for the newest version without verbose, as
+// dockerode and docker-py do, which read them (df().Images).
 func (s *Server) systemDF(w http.ResponseWriter, r *http.Request) error {
 	types := r.URL.Query()["type"]
 	for _, t := range types {
@@ -44,33 +54,55 @@ func (s *Server) systemDF(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if versionLess(APIVersion(r.Context()), "1.52") {
-		return writeJSON(w, http.StatusOK, legacyDiskUsage{
-			LayersSize: du.LayersSize, Images: du.Images, Containers: du.Containers, Volumes: du.Volumes,
-			BuildCache: []build.CacheRecord{},
-		})
-	}
 	want := func(t string) bool { return len(types) == 0 || slices.Contains(types, t) }
-	verbose := queryBool(r, "verbose")
-	var out system.DiskUsage
+	old := versionLess(APIVersion(r.Context()), "1.52")
+	var legacy legacyDiskUsage
+	if old || !queryBool(r, "verbose") {
+		legacy = legacyLists(du, want)
+	}
+	if old {
+		return writeJSON(w, http.StatusOK, legacy)
+	}
+	out := &system.DiskUsage{}
 	if want("image") {
-		out.ImageUsage = imageUsage(du, verbose)
+		out.ImageUsage = imageUsage(du)
 	}
 	if want("container") {
-		out.ContainerUsage = containerUsage(du, verbose)
+		out.ContainerUsage = containerUsage(du)
 	}
 	if want("volume") {
-		out.VolumeUsage = volumeUsage(du, verbose)
+		out.VolumeUsage = volumeUsage(du)
 	}
 	if want("build-cache") {
 		out.BuildCacheUsage = &build.DiskUsage{}
 	}
-	return writeJSON(w, http.StatusOK, out)
+	return writeJSON(w, http.StatusOK, diskUsageCompat{&legacy, out})
+}
+
+// legacyLists are the lists of API < 1.52 of the types wanted, empty
+// rather than null.
+func legacyLists(du engine.DiskUsage, want func(string) bool) legacyDiskUsage {
+	var l legacyDiskUsage
+	if want("image") {
+		l.LayersSize, l.Images = du.LayersSize, nonNil(du.Images)
+	}
+	if want("container") {
+		l.Containers = nonNil(du.Containers)
+	}
+	if want("volume") {
+		l.Volumes = nonNil(du.Volumes)
+	}
+	if want("build-cache") {
+		l.BuildCache = []build.CacheRecord{}
+	}
+	return l
 }
 
 // imageUsage: what is not reclaimable is the images containers use, less
-// what they share with others (the docker CLI's reckoning).
-func imageUsage(du engine.DiskUsage, verbose bool) *image.DiskUsage {
+// what they share with others (the docker CLI's reckoning). The usages
+// carry their lists as Items: Docker computes them for verbose and for the
+// legacy lists alike, so it sends them either way.
+func imageUsage(du engine.DiskUsage) *image.DiskUsage {
 	u := &image.DiskUsage{TotalCount: int64(len(du.Images)), TotalSize: du.LayersSize}
 	var used int64
 	for _, img := range du.Images {
@@ -82,24 +114,20 @@ func imageUsage(du engine.DiskUsage, verbose bool) *image.DiskUsage {
 		}
 	}
 	u.Reclaimable = max(u.TotalSize-used, 0)
-	if verbose {
-		u.Items = du.Images
-	}
+	u.Items = du.Images
 	return u
 }
 
-func containerUsage(du engine.DiskUsage, verbose bool) *container.DiskUsage {
+func containerUsage(du engine.DiskUsage) *container.DiskUsage {
 	u := &container.DiskUsage{}
 	u.TotalCount, u.ActiveCount, u.TotalSize, u.Reclaimable = totals(du.Containers, func(c container.Summary) (int64, bool, bool) {
 		return c.SizeRw, c.State == container.StateRunning, true
 	})
-	if verbose {
-		u.Items = du.Containers
-	}
+	u.Items = du.Containers
 	return u
 }
 
-func volumeUsage(du engine.DiskUsage, verbose bool) *volume.DiskUsage {
+func volumeUsage(du engine.DiskUsage) *volume.DiskUsage {
 	u := &volume.DiskUsage{}
 	u.TotalCount, u.ActiveCount, u.TotalSize, u.Reclaimable = totals(du.Volumes, func(v volume.Volume) (int64, bool, bool) {
 		if v.UsageData == nil || v.UsageData.Size < 0 {
@@ -107,9 +135,7 @@ func volumeUsage(du engine.DiskUsage, verbose bool) *volume.DiskUsage {
 		}
 		return v.UsageData.Size, v.UsageData.RefCount > 0, true
 	})
-	if verbose {
-		u.Items = du.Volumes
-	}
+	u.Items = du.Volumes
 	return u
 }
 

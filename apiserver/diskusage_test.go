@@ -38,11 +38,19 @@ func TestSystemDF(t *testing.T) {
 			`{"Containers":0,"Created":0,"Id":"i2","Labels":null,"ParentId":"","RepoDigests":null,"RepoTags":null,"SharedSize":100,"Size":500}],"Containers":[{"Id":"c1",`, 200},
 		{"/v1.50/system/df", `"Volumes":[{"Driver":"","Labels":null,"Mountpoint":"","Name":"v1","Options":null,"Scope":"","UsageData":{"RefCount":1,"Size":7}}`, 200},
 		{"/v1.50/system/df", `"BuildCache":[]}`, 200},
-		// From 1.52: totals, reclaimable as the CLI reckons it.
-		{"/v1.52/system/df", `{"ImageUsage":{"ActiveCount":1,"Reclaimable":500,"TotalCount":2,"TotalSize":1000},` +
-			`"ContainerUsage":{"ActiveCount":1,"Reclaimable":30,"TotalCount":2,"TotalSize":40},` +
-			`"VolumeUsage":{"ActiveCount":1,"Reclaimable":5,"TotalCount":2,"TotalSize":12},"BuildCacheUsage":{}}`, 200},
+		{"/v1.50/system/df?type=volume", `{"Volumes":[{"Driver":"","Labels":null,"Mountpoint":"","Name":"v1"`, 200},
+		// From 1.52: totals, reclaimable as the CLI reckons it, with
+		// their lists as Items; and, without verbose, the lists of
+		// before beside them (as Docker, dockerode's df() reads Images).
+		{"/v1.52/system/df?verbose=1", `"ImageUsage":{"ActiveCount":1,"Items":[{"Containers":2,`, 200},
+		{"/v1.52/system/df?verbose=1", `"Reclaimable":500,"TotalCount":2,"TotalSize":1000},` +
+			`"ContainerUsage":{"ActiveCount":1,"Items":[{"Id":"c1",`, 200},
+		{"/v1.52/system/df?verbose=1", `"Reclaimable":30,"TotalCount":2,"TotalSize":40},"VolumeUsage":{"ActiveCount":1,"Items":[{"Driver":"",`, 200},
+		{"/v1.52/system/df?verbose=1", `"Reclaimable":5,"TotalCount":2,"TotalSize":12},"BuildCacheUsage":{}}`, 200},
+		{"/v1.56/system/df", `{"LayersSize":1000,"Images":[{"Containers":2,`, 200},
+		{"/system/df", `"BuildCache":[],"ImageUsage":{"ActiveCount":1,"Items":[{`, 200},
 		{"/v1.52/system/df?type=volume&verbose=1", `{"VolumeUsage":{"ActiveCount":1,"Items":[{"Driver":"","Labels":null,"Mountpoint":"","Name":"v1"`, 200},
+		{"/v1.52/system/df?type=volume", `{"Volumes":[{"Driver":"","Labels":null,"Mountpoint":"","Name":"v1"`, 200},
 		{"/v1.52/system/df?type=disk", `{"message":"unknown object type: disk"}`, 400},
 		{"/build/prune", `{"CachesDeleted":[],"SpaceReclaimed":0}`, 200},
 	} {

@@ -195,3 +195,12 @@ func (s *jsonStream) finish(err error) error {
 // failed RUN): Docker puts it in errorDetail's code, and clients exit
 // with it (docker build, dockerode users checking errorDetail.code).
 type exitCoder interface{ ExitCode() int }
+
+// nonNil is s, or an empty slice for nil: Docker answers [] where a list
+// is empty, never null.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

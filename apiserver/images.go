@@ -160,13 +160,6 @@ func (s *Server) imageList(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, imgs)
 }
 
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}
-
 func (s *Server) imageInspect(w http.ResponseWriter, r *http.Request, name string) error {
 	resp, err := s.backend.ImageInspect(r.Context(), name)
 	if err != nil {
