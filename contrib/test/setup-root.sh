@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Prepares a fresh Debian machine for hutch's tests (run as root): the Debian
-# packages the tests use, an unprivileged test user with subuid/subgid
-# ranges, a /dev/net/tun that user may open (for slirp4netns), a small file
-# system the user owns (for the full-disk test), and a non-loopback address
-# on lo (for the source-address test).
+# packages the tests use, the npm packages of the Node clients' tests, an
+# unprivileged test user with subuid/subgid ranges, a /dev/net/tun that user
+# may open (for slirp4netns), a small file system the user owns (for the
+# full-disk test), and a non-loopback address on lo (for the source-address
+# test).
 set -euo pipefail
 TEST_USER=${HUTCH_TEST_USER:-hutchtest}
 PKGS=(uidmap slirp4netns fuse-overlayfs busybox-static docker-registry iproute2 runc curl util-linux apache2-utils tmux nftables iperf3 isal procps git python3-docker docker-compose)
@@ -12,6 +13,12 @@ missing=()
 for p in "${PKGS[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# Node.js and npm for the Node clients' tests: Debian's (node 18) unless a
+# node with its npm is already there (NodeSource's bundles npm, and
+# conflicts with Debian's npm package).
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+	missing+=(nodejs npm)
+fi
 if [ ${#missing[@]} -gt 0 ]; then
 	echo "setup: installing ${missing[*]}"
 	apt-get update -qq
@@ -21,6 +28,23 @@ fi
 # not use.
 systemctl disable --now docker-registry >/dev/null 2>&1 || true
 systemctl disable --now iperf3 >/dev/null 2>&1 || true
+
+# The npm packages of TestDockerode and TestTestcontainersNode, exactly as
+# integration/testdata/node/package-lock.json pins them, where the test
+# user can read them (installed again when the lock changes). No install
+# scripts, no optional packages: nothing is compiled.
+NODE_DIR=${HUTCH_TEST_NODE_DIR:-/usr/local/share/hutch-test/node}
+node_src="$(cd "$(dirname "$0")/../.." && pwd)/integration/testdata/node"
+if ! cmp -s "$node_src/package-lock.json" "$NODE_DIR/package-lock.json"; then
+	echo "setup: npm ci of $node_src into $NODE_DIR"
+	node_tmp=$(mktemp -d)
+	cp "$node_src/package.json" "$node_src/package-lock.json" "$node_tmp/"
+	(cd "$node_tmp" && npm ci --ignore-scripts --omit=optional --no-audit --no-fund --loglevel=error >/dev/null)
+	rm -rf "$NODE_DIR"
+	mkdir -p "$(dirname "$NODE_DIR")"
+	mv "$node_tmp" "$NODE_DIR"
+	chmod -R a+rX "$NODE_DIR"
+fi
 
 if ! id "$TEST_USER" >/dev/null 2>&1; then
 	useradd --create-home --shell /bin/bash "$TEST_USER"
