@@ -367,6 +367,10 @@ func (e *Engine) ContainerRemove(ctx context.Context, ref string, req RemoveRequ
 	}); err != nil {
 		return err
 	}
+	if e.endRestart(ctx, c.ID) {
+		c.State.Status = container.StatusExited
+	}
+	e.restarts.forget(c.ID)
 	if c.State.Running() {
 		if err := e.killAndWait(ctx, c.ID); err != nil {
 			e.containers.Update(context.WithoutCancel(ctx), c.ID, func(c *container.Container) error {

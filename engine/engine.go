@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	containertypes "github.com/moby/moby/api/types/container"
 
@@ -78,6 +79,10 @@ type Engine struct {
 	volMu sync.Mutex
 	runs  *runs
 	joins netnsJoins
+	// restarts applies restart policies (restart.go); closing is set when
+	// the daemon's shutdown begins: exits are then not restarted.
+	restarts *restarts
+	closing  atomic.Bool
 	// dnsMu orders network connects and disconnects, each with the
 	// rewrite of resolv.conf it may need (netdns.go).
 	dnsMu  sync.Mutex
@@ -118,7 +123,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("volume store: %w", err)
 	}
-	e := &Engine{opts: opts, id: id, log: opts.Logger, images: opts.Images, containers: store, volumes: volumes, events: events.New(), runs: newRuns(), host: shim.DetectHost()}
+	e := &Engine{opts: opts, id: id, log: opts.Logger, images: opts.Images, containers: store, volumes: volumes, events: events.New(), runs: newRuns(), restarts: newRestarts(), host: shim.DetectHost()}
 	e.starts = newStartGate(runtime.NumCPU(), startLease)
 	// Contexts of builds a crash interrupted.
 	if err := os.RemoveAll(e.buildDir()); err != nil {

@@ -70,6 +70,7 @@ func (e *Engine) reconcile(ctx context.Context) error {
 	if n := len(rep.Exited) + len(rep.Lost) + len(rep.Removed) + len(rep.Dead) + len(adopt); n > 0 {
 		e.log.Info("reconciled containers", "adopted", len(adopt), "exited", len(rep.Exited), "lost", len(rep.Lost), "removed", len(rep.Removed), "dead", len(rep.Dead))
 	}
+	e.restartAtStart(ctx)
 	return nil
 }
 
@@ -129,6 +130,8 @@ func (e *Engine) adoptJoin(ctx context.Context, id string) {
 // Close stops every running container (their stop signal, then SIGKILL
 // after their timeout) and waits until each exit is recorded.
 func (e *Engine) Close() error {
+	e.closing.Store(true)
+	e.restarts.cancelAll()
 	shim.CloseWarm()
 	e.stopAllHealth()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

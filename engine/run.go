@@ -120,7 +120,8 @@ func (e *Engine) afterStart(ctx context.Context, id string) (*container.Containe
 }
 
 // ContainerStart starts a created or stopped container. A running one is
-// errdefs.ErrNotModified (304).
+// errdefs.ErrNotModified (304). The start is the user's: it ends a
+// restarting container's wait and clears its restart count.
 func (e *Engine) ContainerStart(ctx context.Context, ref string) error {
 	c, err := e.containers.Get(ctx, ref)
 	if err != nil {
@@ -129,6 +130,14 @@ func (e *Engine) ContainerStart(ctx context.Context, ref string) error {
 	if err := c.State.CheckStart(); err != nil {
 		return err
 	}
+	e.restarts.forget(c.ID)
+	return e.start(ctx, c, false)
+}
+
+// start starts c: by its restart policy (byPolicy: c is restarting, its
+// restart count goes on) or as the user asked.
+func (e *Engine) start(ctx context.Context, c *container.Container, byPolicy bool) error {
+	e.restarts.takeStopped(c.ID) // of a run that had ended before they came
 	e.runs.mu.Lock()
 	if e.runs.starting[c.ID] != nil {
 		e.runs.mu.Unlock()
@@ -204,6 +213,10 @@ func (e *Engine) ContainerStart(ctx context.Context, ref string) error {
 	if err := e.containers.Update(ctx, c.ID, func(c *container.Container) error {
 		if err := c.State.SetRunning(client.Pid(), startedAt); err != nil {
 			return err
+		}
+		c.ManuallyStopped = false
+		if !byPolicy {
+			c.RestartCount = 0
 		}
 		if probe != nil {
 			c.State.Health = startingHealth(c.State.Health)
@@ -404,8 +417,18 @@ func (e *Engine) monitor(id string, client *shim.Client) {
 	// removal that follows.
 	autoRemove := c.HostConfig != nil && c.HostConfig.AutoRemove
 	removing := false
+	stopped := e.restarts.takeStopped(id)
+	restart := false
 	if err := e.containers.Update(ctx, id, func(r *container.Container) error {
-		if err := r.State.SetExited(exit); err != nil {
+		restart = !autoRemove && !r.State.Removing && !e.closing.Load() && !stopped.exitOnNext && r.HostConfig != nil &&
+			shouldRestart(r.HostConfig.RestartPolicy, exit.Code, r.RestartCount, stopped.manual)
+		r.ManuallyStopped = stopped.manual
+		if restart {
+			if err := r.State.SetRestarting(exit); err != nil {
+				return err
+			}
+			r.RestartCount++
+		} else if err := r.State.SetExited(exit); err != nil {
 			return err
 		}
 		if ns := r.NetworkSettings; ns != nil && (sb == "" || ns.SandboxID == sb) {
@@ -428,6 +451,10 @@ func (e *Engine) monitor(id string, client *shim.Client) {
 	}
 	os.Remove(c.Runtime.ShimSocket)
 	endCleanup()
+	if restart {
+		ran := exit.FinishedAt.Sub(c.State.StartedAt)
+		e.restarts.schedule(id, e.restarts.nextDelay(id, ran), func() { e.restartByPolicy(id) })
+	}
 	if removing {
 		if err := e.finishRemove(ctx, id, true); err != nil {
 			e.log.Error("auto-remove", "container", id, "err", err)

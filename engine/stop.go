@@ -37,6 +37,10 @@ func (e *Engine) ContainerStop(ctx context.Context, ref string, req StopRequest)
 	if err := c.State.CheckStop(); err != nil {
 		return err
 	}
+	if e.endRestart(ctx, c.ID) {
+		return nil
+	}
+	e.restarts.markStopped(c.ID, true, true)
 	return e.stop(ctx, c, req)
 }
 
@@ -64,6 +68,9 @@ func (e *Engine) stop(ctx context.Context, c *container.Container, req StopReque
 	if err != nil {
 		return err
 	}
+	// A stopped container is not restarted by its policy (a restart's
+	// stop, the daemon's own, compose's).
+	e.restarts.markStopped(c.ID, false, true)
 	client := e.runs.client(c.ID)
 	if client == nil {
 		// It ended meanwhile and monitor is recording its exit: a stop
@@ -149,6 +156,10 @@ func (e *Engine) ContainerKill(ctx context.Context, ref, signal string) error {
 	if err := c.State.CheckKill(c.ID); err != nil {
 		return err
 	}
+	if e.endRestart(ctx, c.ID) {
+		return nil
+	}
+	e.restarts.markStopped(c.ID, true, sig == syscall.SIGKILL || sig == stopSignal(c))
 	client := e.runs.client(c.ID)
 	if client == nil {
 		return errdefs.ErrConflict.WithMessage(fmt.Sprintf("container %s is not running", c.ID))
@@ -179,6 +190,9 @@ func (e *Engine) ContainerRestart(ctx context.Context, ref string, req StopReque
 	if err := c.State.CheckRestart(); err != nil {
 		return err
 	}
+	if e.endRestart(ctx, c.ID) {
+		c.State.Status = container.StatusExited
+	}
 	if c.State.Running() {
 		if err := e.stop(ctx, c, req); err != nil {
 			return err
@@ -207,4 +221,14 @@ func ParseSignal(s string) (syscall.Signal, error) {
 		return sig, nil
 	}
 	return 0, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("Invalid signal: %s", s))
+}
+
+// stopSignal is c's stop signal (SIGTERM unless its config names another).
+func stopSignal(c *container.Container) syscall.Signal {
+	if c.Config != nil && c.Config.StopSignal != "" {
+		if s, err := ParseSignal(c.Config.StopSignal); err == nil {
+			return s
+		}
+	}
+	return syscall.SIGTERM
 }

@@ -42,6 +42,11 @@ type Container struct {
 
 	State        State
 	RestartCount int
+	// ManuallyStopped is set when a stop or kill through the API ended
+	// the last run: the restart policy then leaves the container stopped
+	// (unless-stopped, also across the daemon's restarts). A start clears
+	// it. Docker's HasBeenManuallyStopped.
+	ManuallyStopped bool `json:",omitempty"`
 
 	// LogPath is the json-file log the shim writes.
 	LogPath string
