@@ -24,6 +24,8 @@ var (
 	testcontainersNodeCheck string
 	//go:embed testdata/node/package-lock.json
 	nodeLock []byte
+	//go:embed testdata/node/common.js
+	nodeCommon string
 )
 
 // nodeModules is where setup-root.sh installed the pinned packages:
@@ -54,7 +56,7 @@ func runNode(t *testing.T, d *daemon, script string, env []string, args ...strin
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", append([]string{"-"}, args...)...)
-	cmd.Stdin = strings.NewReader(script)
+	cmd.Stdin = strings.NewReader(nodeCommon + script)
 	cmd.Dir = t.TempDir()
 	cmd.Env = append(os.Environ(),
 		"NODE_PATH="+modules,

@@ -17,13 +17,6 @@ const [socketPath, image] = process.argv.slice(2);
 const docker = new Docker({ socketPath });
 let step = 'start';
 
-function check(name, cond, got) {
-  if (!cond) {
-    throw new Error(`FAIL ${name}: got ${typeof got === 'string' ? JSON.stringify(got) : JSON.stringify(got, null, 1)}`);
-  }
-  console.log('ok', name);
-}
-
 // tar builds an uncompressed tar of {name: content} (string or Buffer).
 function tar(files) {
   const blocks = [];
@@ -64,15 +57,6 @@ function untar(buf) {
     off += Math.ceil(size / 512) * 512;
   }
   return files;
-}
-
-function collect(stream) {
-  return new Promise((resolve, reject) => {
-    const chunks = [];
-    stream.on('data', (c) => chunks.push(Buffer.from(c)));
-    stream.on('end', () => resolve(Buffer.concat(chunks)));
-    stream.on('error', reject);
-  });
 }
 
 // demux splits a multiplexed stream into its stdout and stderr texts.

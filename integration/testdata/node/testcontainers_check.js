@@ -16,22 +16,6 @@ const http = require('http');
 const [image] = process.argv.slice(2);
 let step = 'start';
 
-function check(name, cond, got) {
-  if (!cond) {
-    throw new Error(`FAIL ${name}: got ${typeof got === 'string' ? JSON.stringify(got) : JSON.stringify(got, null, 1)}`);
-  }
-  console.log('ok', name);
-}
-
-function collect(stream) {
-  return new Promise((resolve, reject) => {
-    const chunks = [];
-    stream.on('data', (c) => chunks.push(Buffer.from(c)));
-    stream.on('end', () => resolve(Buffer.concat(chunks)));
-    stream.on('error', reject);
-  });
-}
-
 // readUntil reads a stream that does not end (testcontainers' logs follow
 // and do not keep node alive) until done(text) or ms pass.
 function readUntil(stream, done, ms = 5000) {
