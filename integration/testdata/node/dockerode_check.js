@@ -42,23 +42,6 @@ function tar(files) {
   return Buffer.concat(blocks);
 }
 
-// untar reads a tar into {name: Buffer}.
-function untar(buf) {
-  const files = {};
-  let off = 0;
-  while (off + 512 <= buf.length) {
-    const h = buf.subarray(off, off + 512);
-    if (h.every((b) => b === 0)) break;
-    const name = h.subarray(0, 100).toString().replace(/\0.*$/s, '');
-    const size = parseInt(h.subarray(124, 136).toString().replace(/\0.*$/s, '').trim() || '0', 8);
-    const type = String.fromCharCode(h[156]);
-    off += 512;
-    files[name + (type === '5' ? '/' : '')] = buf.subarray(off, off + size);
-    off += Math.ceil(size / 512) * 512;
-  }
-  return files;
-}
-
 // demux splits a multiplexed stream into its stdout and stderr texts.
 function demux(stream) {
   const out = new PassThrough();
@@ -79,14 +62,6 @@ function demux(stream) {
 function follow(stream, onProgress) {
   return new Promise((resolve, reject) => {
     docker.modem.followProgress(stream, (err, out) => (err ? reject(err) : resolve(out)), onProgress);
-  });
-}
-
-function httpGet(port, p) {
-  return new Promise((resolve, reject) => {
-    http.get({ host: '127.0.0.1', port, path: p }, (res) => {
-      collect(res).then((b) => resolve({ status: res.statusCode, body: b.toString() }), reject);
-    }).on('error', reject);
   });
 }
 
@@ -232,7 +207,7 @@ async function main() {
   const wi = await web.inspect();
   const hostPort = wi.NetworkSettings.Ports['8080/tcp'][0].HostPort;
   check('port binding', Number(hostPort) > 0, wi.NetworkSettings.Ports);
-  const got = await retry(() => httpGet(Number(hostPort), '/index.html'));
+  const got = await retry(() => httpGet('127.0.0.1', Number(hostPort), '/index.html'));
   check('port reachable', got.status === 200 && got.body === 'served\n', got);
   list = await docker.listContainers({ filters: { name: ['dockerode-web'] } });
   check('listContainers ports', list[0].Ports.some((p) => p.PrivatePort === 8080 && String(p.PublicPort) === hostPort), list[0].Ports);
@@ -252,7 +227,7 @@ async function main() {
 
   step = 'archive';
   await web.putArchive(tar({ 'a.txt': 'put by dockerode\n', 'sub/b.txt': 'nested\n' }), { path: '/www' });
-  const got2 = await retry(() => httpGet(Number(hostPort), '/a.txt'));
+  const got2 = await retry(() => httpGet('127.0.0.1', Number(hostPort), '/a.txt'));
   check('putArchive', got2.body === 'put by dockerode\n', got2);
   const arc = await collect(await web.getArchive({ path: '/www' }));
   const files = untar(arc);

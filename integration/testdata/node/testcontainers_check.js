@@ -36,30 +36,6 @@ function readUntil(stream, done, ms = 5000) {
   });
 }
 
-// untar reads a tar into {name: Buffer}.
-function untar(buf) {
-  const files = {};
-  let off = 0;
-  while (off + 512 <= buf.length) {
-    const h = buf.subarray(off, off + 512);
-    if (h.every((b) => b === 0)) break;
-    const name = h.subarray(0, 100).toString().replace(/\0.*$/s, '');
-    const size = parseInt(h.subarray(124, 136).toString().replace(/\0.*$/s, '').trim() || '0', 8);
-    off += 512;
-    files[name] = buf.subarray(off, off + size);
-    off += Math.ceil(size / 512) * 512;
-  }
-  return files;
-}
-
-function httpGet(host, port, p) {
-  return new Promise((resolve, reject) => {
-    http.get({ host, port, path: p }, (res) => {
-      collect(res).then((b) => resolve({ status: res.statusCode, body: b.toString() }), reject);
-    }).on('error', reject);
-  });
-}
-
 async function main() {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tc-'));
   const started = [];
