@@ -81,9 +81,11 @@ func (e *Engine) reconcile(ctx context.Context) error {
 // would be reachable by no one while its record showed its addresses and
 // ports; a joiner would stay in the old namespace when its owner starts
 // in a new one. --network host containers are in the host's namespace,
-// where the engine is, and keep theirs. Docker without live-restore stops every container it finds alive
-// before its API answers; here only those: stop signal, then SIGKILL after
-// the timeout. A start (compose up) brings it back with a network.
+// where the engine is, and keep theirs. Docker without live-restore stops
+// every container it finds alive before its API answers; here only
+// those: stop signal, then SIGKILL after the timeout. A start (compose
+// up, or the restart policy: restartAtStart) brings it back with a
+// network.
 func (e *Engine) endNetworkless(ctx context.Context, id string) {
 	c, err := e.containers.Get(ctx, id)
 	if err != nil || e.runs.client(id) == nil {
