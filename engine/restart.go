@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -71,10 +72,7 @@ func shouldRestart(policy containertypes.RestartPolicy, code, restartCount int, 
 
 // restartAtBoot tells whether the daemon's start starts c again.
 func restartAtBoot(c *container.Container) bool {
-	if c.HostConfig == nil || c.State.Running() || c.State.Removing || c.State.Status == container.StatusDead {
-		return false
-	}
-	if c.State.Status == container.StatusCreated {
+	if c.HostConfig == nil || c.State.Status != container.StatusExited || c.State.Removing {
 		return false
 	}
 	return shouldRestart(c.HostConfig.RestartPolicy, c.State.ExitCode, c.RestartCount, c.ManuallyStopped)
@@ -166,19 +164,22 @@ func (r *restarts) cancelAll() {
 // endRestart ends the wait of a restarting container (a stop, kill or
 // removal came): it is exited with the code of its last run. It reports
 // whether the container was restarting.
+// Any other container is left as it is, its record not written again (a
+// removal's path).
 func (e *Engine) endRestart(ctx context.Context, id string) bool {
 	e.restarts.cancel(id)
-	ended := false
-	e.containers.Update(ctx, id, func(c *container.Container) error {
+	err := e.containers.Update(ctx, id, func(c *container.Container) error {
 		if c.State.Status != container.StatusRestarting {
-			return nil
+			return errNotRestarting
 		}
-		ended = true
 		c.ManuallyStopped = true
 		return c.State.SetExited(container.ExitInfo{Code: c.State.ExitCode, FinishedAt: c.State.FinishedAt})
 	})
-	return ended
+	return err == nil
 }
+
+// errNotRestarting ends endRestart's Update without a write.
+var errNotRestarting = errors.New("not restarting")
 
 // restartByPolicy starts a restarting container once its delay is over.
 func (e *Engine) restartByPolicy(id string) {

@@ -40,22 +40,14 @@ func (e *Engine) ContainerStop(ctx context.Context, ref string, req StopRequest)
 	if e.endRestart(ctx, c.ID) {
 		return nil
 	}
-	e.restarts.markStopped(c.ID, true, true)
+	e.restarts.markStopped(c.ID, true, false) // stop adds exitOnNext
 	return e.stop(ctx, c, req)
 }
 
 func (e *Engine) stop(ctx context.Context, c *container.Container, req StopRequest) (err error) {
-	sigName := req.Signal
-	if sigName == "" {
-		sigName = c.Config.StopSignal
-	}
-	sig := syscall.SIGTERM
-	if sigName != "" {
-		s, err := ParseSignal(sigName)
-		if err != nil {
-			return err
-		}
-		sig = s
+	sig, err := stopSignal(c, req.Signal)
+	if err != nil {
+		return err
 	}
 	timeout := 10
 	if c.Config.StopTimeout != nil {
@@ -159,7 +151,8 @@ func (e *Engine) ContainerKill(ctx context.Context, ref, signal string) error {
 	if e.endRestart(ctx, c.ID) {
 		return nil
 	}
-	e.restarts.markStopped(c.ID, true, sig == syscall.SIGKILL || sig == stopSignal(c))
+	own, _ := stopSignal(c, "")
+	e.restarts.markStopped(c.ID, true, sig == syscall.SIGKILL || sig == own)
 	client := e.runs.client(c.ID)
 	if client == nil {
 		return errdefs.ErrConflict.WithMessage(fmt.Sprintf("container %s is not running", c.ID))
@@ -223,12 +216,14 @@ func ParseSignal(s string) (syscall.Signal, error) {
 	return 0, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("Invalid signal: %s", s))
 }
 
-// stopSignal is c's stop signal (SIGTERM unless its config names another).
-func stopSignal(c *container.Container) syscall.Signal {
-	if c.Config != nil && c.Config.StopSignal != "" {
-		if s, err := ParseSignal(c.Config.StopSignal); err == nil {
-			return s
-		}
+// stopSignal is the signal a stop sends: name when given, else c's stop
+// signal, else SIGTERM.
+func stopSignal(c *container.Container, name string) (syscall.Signal, error) {
+	if name == "" && c.Config != nil {
+		name = c.Config.StopSignal
 	}
-	return syscall.SIGTERM
+	if name == "" {
+		return syscall.SIGTERM, nil
+	}
+	return ParseSignal(name)
 }

@@ -117,11 +117,10 @@ func treeCPU(root int) (float64, error) {
 // statCPU reads fields 14-17 (utime stime cutime cstime) of a
 // /proc/PID/stat line, whose comm may hold spaces and parentheses.
 func statCPU(b []byte) (float64, error) {
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
+	if bytes.LastIndexByte(b, ')') < 0 {
 		return 0, fmt.Errorf("no comm")
 	}
-	f := strings.Fields(string(b[i+1:]))
+	f := statFields(b)
 	// f[0] is field 3 (state): utime is field 14.
 	if len(f) < 15 {
 		return 0, fmt.Errorf("%d fields after comm", len(f))

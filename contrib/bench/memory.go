@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -185,9 +186,7 @@ func childMap() (map[int][]int, error) {
 		if err != nil {
 			continue
 		}
-		// pid (comm) state ppid …: comm may hold spaces and parentheses.
-		rest := string(b[strings.LastIndexByte(string(b), ')')+1:])
-		f := strings.Fields(rest)
+		f := statFields(b)
 		if len(f) < 2 {
 			continue
 		}
@@ -195,6 +194,12 @@ func childMap() (map[int][]int, error) {
 		m[ppid] = append(m[ppid], pid)
 	}
 	return m, nil
+}
+
+// statFields are the fields of a /proc/PID/stat line after pid and comm
+// (state, ppid, …): comm may hold spaces and parentheses.
+func statFields(b []byte) []string {
+	return strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
 }
 
 // cmdline is the raw command line of pid.
