@@ -130,7 +130,7 @@ type LogsRequest struct {
 	// labels and env options asked for; a line without any gets the
 	// separating space alone, as on Docker.
 	Details bool
-	// Tail is "all" or a number of lines.
+	// Tail is a number of lines; anything else ("all") is all of them.
 	Tail string
 	// Since and Until are Docker's timestamps: unix seconds (with an
 	// optional fraction), RFC 3339, or a duration before now ("10m").
@@ -168,14 +168,7 @@ func (e *Engine) copyLogs(ctx context.Context, c *container.Container, req LogsR
 	if c.HostConfig.LogConfig.Type == logNone {
 		return errLogsNotReadable
 	}
-	opts := jsonlog.ReadOptions{Tail: -1, Gunzip: gunzip}
-	if req.Tail != "" && req.Tail != "all" {
-		n, err := strconv.Atoi(req.Tail)
-		if err != nil {
-			return errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid value for \"tail\": %q", req.Tail))
-		}
-		opts.Tail = n
-	}
+	opts := jsonlog.ReadOptions{Tail: tailLines(req.Tail), Gunzip: gunzip}
 	now := time.Now()
 	var err error
 	if opts.Since, err = parseTime(req.Since, now, "since"); err != nil {
@@ -234,6 +227,16 @@ func logDetails(attrs map[string]string) []byte {
 		b = append(b, url.QueryEscape(attrs[k])...)
 	}
 	return b
+}
+
+// tailLines reads the tail parameter as Docker does: a number of lines,
+// anything else ("all", "", "x") all of them (-1), not an error.
+func tailLines(v string) int {
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return -1
+	}
+	return n
 }
 
 // rfc3339NanoFixed is the stamp of docker logs -t: always nine digits of

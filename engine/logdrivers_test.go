@@ -87,6 +87,16 @@ func TestLogDetails(t *testing.T) {
 	}
 }
 
+// docker logs --tail: a number, else all lines (Docker's daemon/logs.go
+// reads a tail it cannot parse as -1, not as an error).
+func TestTailLines(t *testing.T) {
+	for v, want := range map[string]int{"": -1, "all": -1, "abc": -1, "1.5": -1, "0": 0, "3": 3, "-2": -2} {
+		if got := tailLines(v); got != want {
+			t.Errorf("tailLines(%q) = %d, want %d", v, got, want)
+		}
+	}
+}
+
 // A container naming no driver gets the daemon's, with its options under
 // its own; one naming another driver keeps only its own options.
 func TestMergeLogConfig(t *testing.T) {
