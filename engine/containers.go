@@ -307,11 +307,8 @@ func (e *Engine) ContainerList(ctx context.Context, req ListRequest) ([]containe
 	}
 	opts := container.ListOptions{All: req.All, Limit: req.Limit, Filters: f}
 	if anc := f.Values("ancestor"); len(anc) > 0 {
-		opts.Ancestors = map[string]bool{}
-		for _, ref := range anc {
-			if id, _, err := e.images.ContainerImage(ctx, ref); err == nil {
-				opts.Ancestors[id] = true
-			}
+		if opts.Ancestors, err = e.ancestorIDs(ctx, anc); err != nil {
+			return nil, err
 		}
 	}
 	list, err := e.containers.List(ctx, opts)
@@ -444,33 +441,4 @@ func (e *Engine) releaseArtifacts(ctx context.Context, c *container.Container) e
 		}
 	}
 	return nil
-}
-
-// ContainerPrune removes every stopped container.
-func (e *Engine) ContainerPrune(ctx context.Context, filters string) (containertypes.PruneReport, error) {
-	f, err := container.ParseFilters(filters)
-	if err != nil {
-		return containertypes.PruneReport{}, err
-	}
-	list, err := e.containers.List(ctx, container.ListOptions{All: true, Filters: f})
-	if err != nil {
-		return containertypes.PruneReport{}, err
-	}
-	var rep containertypes.PruneReport
-	for _, c := range list {
-		if c.State.Running() {
-			continue
-		}
-		// As Docker: the space is what the containers wrote.
-		rw, sizeErr := e.rwSize(ctx, c)
-		if err := e.ContainerRemove(ctx, c.ID, RemoveRequest{}); err != nil {
-			e.log.Warn("prune", "container", c.ID, "err", err)
-			continue
-		}
-		rep.ContainersDeleted = append(rep.ContainersDeleted, c.ID)
-		if sizeErr == nil && rw > 0 {
-			rep.SpaceReclaimed += uint64(rw)
-		}
-	}
-	return rep, nil
 }

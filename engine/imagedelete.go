@@ -119,6 +119,7 @@ func (e *Engine) ImagePrune(ctx context.Context, filters string) (image.PruneRep
 		}
 	}
 	rep.SpaceReclaimed = uint64(d.reclaimed)
+	e.pruneEvent(eventtypes.ImageEventType, rep.SpaceReclaimed)
 	return rep, nil
 }
 
