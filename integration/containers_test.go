@@ -235,6 +235,10 @@ func TestLogsFollowAndTail(t *testing.T) {
 	if out, _ := d.Docker(t, "logs", "--tail", "2", id); out != "line5\nlate\n" {
 		t.Errorf("logs --tail 2 = %q", out)
 	}
+	// A tail that is not a number is all of it, as on Docker.
+	if out, err := d.Docker(t, "logs", "--tail", "abc", id); err != nil || out != "line1\nline2\nline3\nline4\nline5\nlate\n" {
+		t.Errorf("logs --tail abc = %q, %v", out, err)
+	}
 	// --details: the line's attributes (none here) and a space; -t: a
 	// stamp with nine digits of fraction, as Docker's, before that.
 	if out, _ := d.Docker(t, "logs", "--details", "--tail", "2", id); out != " line5\n late\n" {

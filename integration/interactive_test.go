@@ -507,11 +507,13 @@ func TestExecCLI(t *testing.T) {
 		{name: "stdout and stderr", args: []string{"sh", "-c", "echo out; echo err >&2"}, out: "out\n", err: "err\n"},
 		{name: "user id", args: []string{"-u", "1234", "@", "id", "-u"}, out: "1234\n"},
 		{name: "user name", args: []string{"-u", "user", "@", "id", "-un"}, out: "user\n"},
-		{name: "unknown user", args: []string{"-u", "nosuch", "@", "true"}, errContent: "unable to find user nosuch", code: 1},
+		{name: "unknown user", args: []string{"-u", "nosuch", "@", "true"}, err: "Error response from daemon: unable to find user nosuch: no matching entries in passwd file\n", code: 1},
 		{name: "working dir", args: []string{"-w", "/tmp", "@", "pwd"}, out: "/tmp\n"},
 		{name: "container's working dir", args: []string{"pwd"}, out: "/home\n"},
 		{name: "env", args: []string{"-e", "A=B", "@", "sh", "-c", "echo $A$FROMRUN"}, out: "B1\n"},
 		{name: "missing command", args: []string{"nosuch"}, errContent: "executable file not found", code: 127},
+		{name: "not executable", args: []string{"/etc/passwd"}, errContent: "permission denied", code: 126},
+		{name: "missing path", args: []string{"/nonexist/x"}, errContent: "no such file or directory", code: 127},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
