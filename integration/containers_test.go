@@ -160,7 +160,22 @@ func TestDockerLifecycle(t *testing.T) {
 	if st := run("inspect", "--format", "{{.State.Status}} {{.State.ExitCode}}", "web"); st != "exited 137" {
 		t.Errorf("after kill: %q", st)
 	}
+	since := strconv.FormatInt(time.Now().Unix()-1, 10)
 	run("rename", "web", "web2")
+	// A name in use is a conflict, with Docker's words; the rename's event
+	// has the old name with its slash, as Docker's oldName.
+	other := run("create", "--name", "other", ref, "true")
+	if out, err := d.Docker(t, "rename", "web2", "other"); err == nil || !strings.Contains(out, `Conflict. The container name "/other" is already in use by container "`+other+`"`) {
+		t.Errorf("rename to a name in use: %v %q", err, out)
+	}
+	if out, err := d.Docker(t, "rename", "web2", "web2"); err == nil || !strings.Contains(out, "Renaming a container with the same name as its current name") {
+		t.Errorf("rename to its own name: %v %q", err, out)
+	}
+	run("rm", other)
+	until := strconv.FormatInt(time.Now().Unix()+1, 10)
+	if ev := run("events", "--since", since, "--until", until, "--filter", "event=rename", "--format", "{{.Actor.Attributes.oldName}} {{.Actor.Attributes.name}}"); ev != "/web web2" {
+		t.Errorf("rename events: %q, want one from /web to web2", ev)
+	}
 	if ps := run("ps", "-a", "--format", "{{.Names}} {{.Status}}"); !strings.HasPrefix(ps, "web2 Exited (137)") {
 		t.Errorf("ps -a = %q", ps)
 	}
