@@ -1,7 +1,9 @@
 package apiserver
 
 import (
+	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/common"
@@ -39,7 +41,7 @@ func errorStatus(err error) int {
 }
 
 // httpError writes err as Docker does: the status from its class and a body
-// {"message": err.Error()}. For Docker's exact wording of a message, class it
+// {"message": errorMessage(err)}. For Docker's exact wording of a message, class it
 // with WithMessage, e.g. errdefs.ErrNotFound.WithMessage("No such image: x").
 // A 304 has no body, by HTTP's rules.
 func httpError(w http.ResponseWriter, err error) {
@@ -48,7 +50,31 @@ func httpError(w http.ResponseWriter, err error) {
 		w.WriteHeader(status)
 		return
 	}
-	_ = writeJSON(w, status, &common.ErrorResponse{Message: err.Error()})
+	_ = writeJSON(w, status, &common.ErrorResponse{Message: errorMessage(err)})
+}
+
+// classes are the errdefs sentinels whose text a classed error's message
+// may end with.
+var classes = []error{
+	errdefs.ErrInvalidArgument, errdefs.ErrNotFound, errdefs.ErrAlreadyExists,
+	errdefs.ErrFailedPrecondition, errdefs.ErrConflict, errdefs.ErrNotModified,
+	errdefs.ErrPermissionDenied, errdefs.ErrResourceExhausted, errdefs.ErrUnavailable,
+	errdefs.ErrNotImplemented, errdefs.ErrUnauthenticated, errdefs.ErrAborted, errdefs.ErrOutOfRange,
+}
+
+// errorMessage is the message Docker's client shows for err: its text
+// without the ": invalid argument" (or other class name) that classing
+// it with fmt.Errorf("…: %w", errdefs.ErrInvalidArgument) put at its end.
+// Docker's daemon classes errors by wrapping them in types that add no
+// text: "invalid mode: zz", not "invalid mode: zz: invalid argument".
+func errorMessage(err error) string {
+	msg := err.Error()
+	for _, c := range classes {
+		if suffix := ": " + c.Error(); strings.HasSuffix(msg, suffix) && errors.Is(err, c) {
+			return strings.TrimSuffix(msg, suffix)
+		}
+	}
+	return msg
 }
 
 // notFound answers paths and methods no route serves, with Docker's body.

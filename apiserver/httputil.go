@@ -179,7 +179,8 @@ func (s *jsonStream) finish(err error) error {
 		return err
 	}
 	// Docker still sends the legacy "error" string beside errorDetail.
-	detail := &jsonstream.Error{Message: err.Error()}
+	msg := errorMessage(err)
+	detail := &jsonstream.Error{Message: msg}
 	var coded exitCoder
 	if errors.As(err, &coded) {
 		detail.Code = coded.ExitCode()
@@ -187,7 +188,7 @@ func (s *jsonStream) finish(err error) error {
 	s.enc.Encode(struct {
 		ErrorDetail *jsonstream.Error `json:"errorDetail"`
 		Error       string            `json:"error"`
-	}{detail, err.Error()})
+	}{detail, msg})
 	return nil
 }
 

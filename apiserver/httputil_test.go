@@ -55,6 +55,14 @@ func TestHTTPError(t *testing.T) {
 		{errdefs.ErrNotFound.WithMessage("No such image: x"), 404, `{"message":"No such image: x"}` + "\n", "application/json"},
 		{errors.New("a <b> & c"), 500, `{"message":"a <b> & c"}` + "\n", "application/json"},
 		{errdefs.ErrNotModified.WithMessage("container already started"), 304, "", ""},
+		// A class put at the end of a message by %w is not part of
+		// Docker's message; a cause's own words stay.
+		{fmt.Errorf("invalid mode: zz: %w", errdefs.ErrInvalidArgument), 400, `{"message":"invalid mode: zz"}` + "\n", "application/json"},
+		{fmt.Errorf("image mounts: %w", errdefs.ErrNotImplemented), 501, `{"message":"image mounts"}` + "\n", "application/json"},
+		{fmt.Errorf("reading x: %w: %w", errors.New("open x: permission denied"), errdefs.ErrPermissionDenied), 403,
+			`{"message":"reading x: open x: permission denied"}` + "\n", "application/json"},
+		{fmt.Errorf("lookup: %w", errors.New("name: invalid argument")), 500, `{"message":"lookup: name: invalid argument"}` + "\n", "application/json"},
+		{fmt.Errorf("%w: no such thing", errdefs.ErrNotFound), 404, `{"message":"not found: no such thing"}` + "\n", "application/json"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.err.Error(), func(t *testing.T) {

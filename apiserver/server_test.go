@@ -111,7 +111,7 @@ func TestHandler(t *testing.T) {
 			contains: `"Name":"fakehost"`, headers: jsonCT},
 		{name: "backend not found", method: "GET", target: "/info",
 			backend: fakeBackend{err: fmt.Errorf("no such thing: %w", errdefs.ErrNotFound)},
-			status:  404, message: "no such thing: not found"},
+			status:  404, message: "no such thing"},
 		{name: "backend conflict", method: "GET", target: "/v1.41/version",
 			backend: fakeBackend{err: errdefs.ErrConflict.WithMessage("busy")}, status: 409, message: "busy"},
 		{name: "backend unclassed", method: "GET", target: "/info",

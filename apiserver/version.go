@@ -109,7 +109,7 @@ func checkRequestVersion(w http.ResponseWriter, r *http.Request) bool {
 	if compareVersions(v, MinAPIVersion) < 0 {
 		// Docker answers clients older than 1.24 in plain text, which is what
 		// they expect; newer clients accept both forms.
-		http.Error(w, err.Error(), errorStatus(err))
+		http.Error(w, errorMessage(err), errorStatus(err))
 		return false
 	}
 	httpError(w, err)

@@ -190,7 +190,7 @@ func TestBadInputContainers(t *testing.T) {
 		{"POST", "/containers/create", `{"Image":"busybox::x"}`, 400, "invalid reference format"},
 		{"POST", "/containers/create", `{}`, 400, "config cannot be empty"},
 		{"POST", "/containers/create", `{"Cmd":["true"]}`, 400, "no image specified"},
-		{"POST", "/containers/create", `{"Image":"` + ref + `","HostConfig":{"Binds":["/nope:/x:rx"]}}`, 400, "invalid mode: rx"},
+		{"POST", "/containers/create", `{"Image":"` + ref + `","HostConfig":{"Binds":["/nope:/x:rx"]}}`, 400, `{"message":"invalid mode: rx"}`},
 		{"POST", "/containers/create", `{"Image":"` + ref + `","HostConfig":{"Mounts":[{"Type":"bind","Source":"/nope","Target":"/x"}]}}`, 400, "bind source path does not exist"},
 		{"POST", "/containers/create", `{"Image":"` + ref + `","HostConfig":{"RestartPolicy":{"Name":"sometimes"}}}`, 400, "invalid restart policy"},
 		{"POST", "/containers/create", `{"Image":"` + ref + `","Unknown":{"x":1}}`, 201, ""},

@@ -51,13 +51,13 @@ func ResolveUser(rootfs, userSpec string, groupAdd []string, singleUID bool) (sp
 func resolveUser(userSpec string, groupAdd []string, passwd, group []byte, singleUID bool) (specs.User, error) {
 	eu, err := user.GetExecUser(userSpec, nil, reader(passwd), reader(group))
 	if err != nil {
-		return specs.User{}, invalid(err)
+		return specs.User{}, fmt.Errorf("%w: %w", err, errdefs.ErrInvalidArgument)
 	}
 	u := specs.User{UID: uint32(eu.Uid), GID: uint32(eu.Gid)}
 	var extra []int
 	if len(groupAdd) > 0 {
 		if extra, err = user.GetAdditionalGroups(groupAdd, reader(group)); err != nil {
-			return specs.User{}, invalid(err)
+			return specs.User{}, fmt.Errorf("%w: %w", err, errdefs.ErrInvalidArgument)
 		}
 		// GetAdditionalGroups answers in map order: sort for a stable spec.
 		slices.Sort(extra)
@@ -108,18 +108,6 @@ func checkSingleUID(u specs.User, userSpec string, groupAdd []int) error {
 	}
 	return nil
 }
-
-// classedError is an error in an errdefs class whose message is the
-// error's alone: Docker answers "unable to find user x: no matching
-// entries in passwd file", where fmt.Errorf("%w: %w") would add the
-// class's ": invalid argument".
-type classedError struct{ err, class error }
-
-func (c classedError) Error() string   { return c.err.Error() }
-func (c classedError) Unwrap() []error { return []error{c.err, c.class} }
-
-// invalid classes err as errdefs.ErrInvalidArgument, keeping its message.
-func invalid(err error) error { return classedError{err, errdefs.ErrInvalidArgument} }
 
 var errNotRegular = errors.New("not a regular file")
 

@@ -39,8 +39,9 @@ func TestResolveUser(t *testing.T) {
 		t.Run(tt.spec+"+"+strings.Join(tt.groupAdd, ","), func(t *testing.T) {
 			got, err := ResolveUser(root, tt.spec, tt.groupAdd, false)
 			if tt.err != "" {
-				// The message is moby/sys/user's alone, as Docker's.
-				if !errors.Is(err, errdefs.ErrInvalidArgument) || err.Error() != tt.err {
+				// moby/sys/user's message, then the class, which the API's
+				// answer leaves out (apiserver's errorMessage), as Docker's.
+				if !errors.Is(err, errdefs.ErrInvalidArgument) || err.Error() != tt.err+": invalid argument" {
 					t.Fatalf("err = %v, want invalid argument %q", err, tt.err)
 				}
 				return
