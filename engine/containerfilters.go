@@ -87,7 +87,7 @@ func (e *Engine) ContainerPrune(ctx context.Context, filters string) (containert
 		if c.Config != nil {
 			labels = c.Config.Labels
 		}
-		if !matchKV(f, "label", labels) || len(f["label!"]) > 0 && matchKV(f, "label!", labels) {
+		if !container.PruneLabels(f, labels) {
 			continue
 		}
 		// As Docker: the space is what the containers wrote.
@@ -105,8 +105,9 @@ func (e *Engine) ContainerPrune(ctx context.Context, filters string) (containert
 	return rep, nil
 }
 
-// pruneEvent is the event Docker sends after a prune of containers or
-// images: no actor ID, the space reclaimed as an attribute.
+// pruneEvent is the event Docker sends after a prune of containers,
+// images, volumes or networks: no actor ID, the space reclaimed as an
+// attribute.
 func (e *Engine) pruneEvent(typ eventtypes.Type, reclaimed uint64) {
 	e.events.Publish(typ, eventtypes.ActionPrune, "", map[string]string{"reclaimed": strconv.FormatUint(reclaimed, 10)})
 }

@@ -96,7 +96,7 @@ func (e *Engine) ImagePrune(ctx context.Context, filters string) (image.PruneRep
 		if img.Config != nil {
 			labels = img.Config.Config.Labels
 		}
-		if !matchKV(f, "label", labels) || (len(f["label!"]) > 0 && matchKV(f, "label!", labels)) {
+		if !container.PruneLabels(f, labels) {
 			continue
 		}
 		refs := parseRefs(img.Refs)

@@ -45,19 +45,6 @@ func filterBool(f container.Filters, key string, def bool) (bool, error) {
 	return isTrue, nil
 }
 
-// matchKV is Docker's label matching: every value of key ("k" or "k=v")
-// must be present in labels.
-func matchKV(f container.Filters, key string, labels map[string]string) bool {
-	for v := range f[key] {
-		k, want, hasValue := strings.Cut(v, "=")
-		got, ok := labels[k]
-		if !ok || (hasValue && got != want) {
-			return false
-		}
-	}
-	return true
-}
-
 // parseTimestamp reads the time of an "until" filter as Docker does: a Go
 // duration before now ("24h", "10m"), Unix seconds with an optional
 // fraction ("1700000000.5"), an RFC 3339 time, or a date and time without

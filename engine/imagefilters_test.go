@@ -46,27 +46,6 @@ func TestParseImageFilters(t *testing.T) {
 	}
 }
 
-func TestMatchKV(t *testing.T) {
-	labels := map[string]string{"app": "web", "tier": ""}
-	tests := []struct {
-		values []string
-		want   bool
-	}{
-		{nil, true},
-		{[]string{"app"}, true},
-		{[]string{"app=web"}, true},
-		{[]string{"app=db"}, false},
-		{[]string{"app=web", "tier"}, true},
-		{[]string{"app=web", "zone"}, false},
-		{[]string{"tier="}, true},
-	}
-	for _, tc := range tests {
-		if got := matchKV(container.Filters{}.Add("label", tc.values...), "label", labels); got != tc.want {
-			t.Errorf("matchKV(%q) = %v", tc.values, got)
-		}
-	}
-}
-
 func TestParseTimestamp(t *testing.T) {
 	now := time.Date(2024, 6, 1, 12, 0, 0, 0, time.UTC)
 	tests := []struct {
@@ -171,7 +150,7 @@ func FuzzImageFilters(f *testing.F) {
 					t.Fatal(err)
 				}
 			}
-			matchKV(fl, "label", map[string]string{"a": "b"})
+			container.PruneLabels(fl, map[string]string{"a": "b"})
 			if _, _, err := matchingRefs([]string{busyTag, busyDig}, fl); err != nil && !errdefs.IsInvalidArgument(err) {
 				t.Fatal(err)
 			}

@@ -107,7 +107,7 @@ func (e *Engine) ImageList(ctx context.Context, req ImageListRequest) ([]image.S
 		if (!before.IsZero() && !img.Created.Before(before)) || (!since.IsZero() && !img.Created.After(since)) {
 			continue
 		}
-		if len(f["label"]) > 0 && (img.Config == nil || !matchKV(f, "label", img.Config.Config.Labels)) {
+		if len(f["label"]) > 0 && (img.Config == nil || !container.MatchLabels(f.Values("label"), img.Config.Config.Labels)) {
 			continue
 		}
 		tags, digests, err := matchingRefs(img.Refs, f)

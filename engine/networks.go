@@ -356,7 +356,12 @@ func (e *Engine) NetworkPrune(ctx context.Context, filters string) (network.Prun
 	if err != nil {
 		return network.PruneReport{}, err
 	}
-	return n.NetworkPrune(ctx, filters)
+	rep, err := n.NetworkPrune(ctx, filters)
+	if err == nil {
+		// As Docker: a network frees no space.
+		e.pruneEvent(eventtypes.NetworkEventType, 0)
+	}
+	return rep, err
 }
 
 // NetworkConnect answers POST /networks/{id}/connect: a running container

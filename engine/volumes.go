@@ -89,7 +89,7 @@ func (e *Engine) VolumeList(ctx context.Context, filters string) (volumetypes.Li
 		switch {
 		case len(f.Values("name")) > 0 && !container.MatchAny(f.Values("name"), v.Name),
 			len(f.Values("driver")) > 0 && !slices.Contains(f.Values("driver"), localDriver),
-			!container.MatchLabels(f.Values("label"), av.Labels, true),
+			!container.MatchLabels(f.Values("label"), av.Labels),
 			dangling != nil && *dangling != (len(used[v.Name]) == 0):
 			continue
 		}
@@ -156,7 +156,7 @@ func (e *Engine) VolumesPrune(ctx context.Context, filters string, all bool) (vo
 	for _, v := range vs {
 		labels := apiVolume(v).Labels
 		if len(used[v.Name]) > 0 || (!all && !v.Anonymous) ||
-			!container.MatchLabels(f.Values("label"), labels, true) || !container.MatchLabels(f.Values("label!"), labels, false) {
+			!container.PruneLabels(f, labels) {
 			continue
 		}
 		size, _ := e.volumes.Size(v.Name)
@@ -168,6 +168,7 @@ func (e *Engine) VolumesPrune(ctx context.Context, filters string, all bool) (vo
 		rep.VolumesDeleted = append(rep.VolumesDeleted, v.Name)
 		rep.SpaceReclaimed += uint64(size)
 	}
+	e.pruneEvent(eventtypes.VolumeEventType, rep.SpaceReclaimed)
 	return rep, nil
 }
 

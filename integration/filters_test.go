@@ -15,7 +15,8 @@ import (
 // from the image too (Docker's populateImageFilterByParents), whatever
 // form names it; docker container prune takes until, label and label!
 // and refuses the filters of ps (Docker's containersAcceptedFilters);
-// container and image prunes send Docker's prune event.
+// every prune keeps what all its label! values match, and sends Docker's
+// prune event.
 func TestPsAncestorAndPruneFilters(t *testing.T) {
 	d, ref := pulled(t)
 	since := strconv.FormatInt(time.Now().Unix()-1, 10)
@@ -74,13 +75,24 @@ func TestPsAncestorAndPruneFilters(t *testing.T) {
 	}
 	dockerOK(t, d, "image", "prune", "-f")
 
+	// Every prune keeps what its label! values match in full (Docker's
+	// MatchKVList): one value that does not hold lets the object go.
+	dockerOK(t, d, "volume", "create", "--label", "keep=yes", "vkeep")
+	dockerOK(t, d, "network", "create", "--label", "keep=yes", "nkeep")
+	dockerOK(t, d, "volume", "prune", "-af", "--filter", "label!=keep", "--filter", "label!=other")
+	dockerOK(t, d, "network", "prune", "-f", "--filter", "label!=keep", "--filter", "label!=other")
+	if v, n := dockerOK(t, d, "volume", "ls", "-q"), dockerOK(t, d, "network", "ls", "-q", "--filter", "name=nkeep"); v != "" || n != "" {
+		t.Errorf("after prunes with label!=keep and label!=other: volumes %q, networks %q; want both gone", v, n)
+	}
+
 	until := strconv.FormatInt(time.Now().Unix()+1, 10)
 	events := dockerOK(t, d, "events", "--since", since, "--until", until, "--filter", "event=prune", "--format", "{{.Type}} {{.Action}} {{.Actor.ID}}{{.Actor.Attributes.reclaimed}}")
-	line := regexp.MustCompile(`^(container|image) prune [0-9]+$`)
+	line := regexp.MustCompile(`^(container|image|volume|network) prune [0-9]+$`)
 	lines := strings.Split(events, "\n")
-	if len(lines) != 4 || slices.ContainsFunc(lines, func(l string) bool { return !line.MatchString(l) }) ||
-		strings.Count(events, "container prune ") != 3 || strings.Count(events, "image prune ") != 1 {
-		t.Errorf("prune events:\n%s\nwant 3 of containers (none for the refused prune) and 1 of images, without actor IDs", events)
+	if len(lines) != 6 || slices.ContainsFunc(lines, func(l string) bool { return !line.MatchString(l) }) ||
+		strings.Count(events, "container prune ") != 3 || strings.Count(events, "image prune ") != 1 ||
+		strings.Count(events, "volume prune ") != 1 || !strings.Contains(events, "network prune 0") {
+		t.Errorf("prune events:\n%s\nwant 3 of containers (none for the refused prune), 1 of images, 1 of volumes and 1 of networks (reclaimed 0), without actor IDs", events)
 	}
 	dockerOK(t, d, "rm", "-f", "kid")
 }

@@ -230,7 +230,7 @@ func (lf *listFilter) match(c *Container, ancestors map[string]bool) bool {
 	if len(lf.names) > 0 && !matchName(lf.names, c.Name) {
 		return false
 	}
-	if len(lf.labels) > 0 && !MatchLabels(lf.labels, c.labels(), true) {
+	if len(lf.labels) > 0 && !MatchLabels(lf.labels, c.labels()) {
 		return false
 	}
 	if len(lf.exited) > 0 && !lf.matchExited(c.State) {
@@ -302,19 +302,24 @@ func ParseFiltersOf(s string, accepted map[string]bool) (Filters, error) {
 	return f, nil
 }
 
-// MatchLabels is Docker's label filter: with want, every "key" or
-// "key=value" of values must hold for labels; without (prune's label!=),
-// none of them may.
-func MatchLabels(values []string, labels map[string]string, want bool) bool {
+// MatchLabels is Docker's label filter (its MatchKVList): every "key" or
+// "key=value" of values holds for labels. No values match everything.
+func MatchLabels(values []string, labels map[string]string) bool {
 	for _, v := range values {
 		k, val, hasVal := strings.Cut(v, "=")
 		got, ok := labels[k]
-		holds := ok && (!hasVal || got == val)
-		if holds != want {
+		if !ok || hasVal && got != val {
 			return false
 		}
 	}
 	return true
+}
+
+// PruneLabels is the label filter of Docker's prunes: every "label"
+// holds, and the "label!" values, when given, do not all hold.
+func PruneLabels(f Filters, labels map[string]string) bool {
+	not := f.Values("label!")
+	return MatchLabels(f.Values("label"), labels) && (len(not) == 0 || !MatchLabels(not, labels))
 }
 
 // MatchAny is Docker's filter match of a name or id: one of values is s

@@ -113,3 +113,46 @@ func FuzzParseFilters(f *testing.F) {
 		lf.match(sampleContainer(), nil)
 	})
 }
+
+func TestMatchLabels(t *testing.T) {
+	labels := map[string]string{"app": "web", "tier": ""}
+	for _, tc := range []struct {
+		values []string
+		want   bool
+	}{
+		{nil, true},
+		{[]string{"app"}, true},
+		{[]string{"app=web"}, true},
+		{[]string{"app=db"}, false},
+		{[]string{"app=web", "tier"}, true},
+		{[]string{"app=web", "zone"}, false},
+		{[]string{"tier="}, true},
+	} {
+		if got := MatchLabels(tc.values, labels); got != tc.want {
+			t.Errorf("MatchLabels(%q) = %v", tc.values, got)
+		}
+	}
+}
+
+// Docker's prunes keep what "label!" matches in full: one value of
+// several that does not hold lets the object go.
+func TestPruneLabels(t *testing.T) {
+	labels := map[string]string{"app": "web", "keep": "yes"}
+	for _, tc := range []struct {
+		label, not []string
+		want       bool
+	}{
+		{nil, nil, true},
+		{[]string{"app=web"}, nil, true},
+		{[]string{"app=db"}, nil, false},
+		{nil, []string{"keep"}, false},
+		{nil, []string{"keep", "other"}, true},
+		{nil, []string{"keep=no"}, true},
+		{[]string{"app"}, []string{"keep=yes", "app=web"}, false},
+	} {
+		f := Filters{}.Add("label", tc.label...).Add("label!", tc.not...)
+		if got := PruneLabels(f, labels); got != tc.want {
+			t.Errorf("PruneLabels(label=%q, label!=%q) = %v, want %v", tc.label, tc.not, got, tc.want)
+		}
+	}
+}

@@ -132,7 +132,7 @@ func Match(f container.Filters, m events.Message) bool {
 		match("volume", actor) &&
 		match("daemon", actor) &&
 		match("image", func(v string) bool { return matchImage(m, v) }) &&
-		container.MatchLabels(f.Values("label"), m.Actor.Attributes, true) &&
+		container.MatchLabels(f.Values("label"), m.Actor.Attributes) &&
 		!swarmOnly(f)
 }
 

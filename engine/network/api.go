@@ -211,7 +211,7 @@ func matchList(f container.Filters, dangling *bool, n *netState) bool {
 			return false
 		}
 	}
-	if !container.MatchLabels(f.Values("label"), n.Labels, true) {
+	if !container.MatchLabels(f.Values("label"), n.Labels) {
 		return false
 	}
 	if dangling != nil {
@@ -292,7 +292,7 @@ func (m *Manager) NetworkPrune(ctx context.Context, filters string) (network.Pru
 		if n.Predefined() || len(n.eps) > 0 {
 			continue
 		}
-		if !container.MatchLabels(f.Values("label"), n.Labels, true) || !container.MatchLabels(f.Values("label!"), n.Labels, false) {
+		if !container.PruneLabels(f, n.Labels) {
 			continue
 		}
 		if !until.IsZero() && !n.Created.Before(until) {
