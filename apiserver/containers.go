@@ -144,10 +144,6 @@ func (s *Server) containerWait(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) containerLogs(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	ref := r.PathValue("id")
-	c, err := s.backend.ContainerInspect(r.Context(), ref)
-	if err != nil {
-		return err
-	}
 	req := engine.LogsRequest{
 		Stdout:     queryBool(r, "stdout"),
 		Stderr:     queryBool(r, "stderr"),
@@ -158,8 +154,14 @@ func (s *Server) containerLogs(w http.ResponseWriter, r *http.Request) error {
 		Since:      q.Get("since"),
 		Until:      q.Get("until"),
 	}
+	// Docker's words and order: the streams are checked first, then the
+	// container looked up.
 	if !req.Stdout && !req.Stderr {
-		return errdefs.ErrInvalidArgument.WithMessage("Bad parameters: you must choose at least one stream")
+		return errdefs.ErrInvalidArgument.WithMessage("You must choose at least one stream")
+	}
+	c, err := s.backend.ContainerInspect(r.Context(), ref)
+	if err != nil {
+		return err
 	}
 	tty := c.Config != nil && c.Config.Tty
 	ct := "application/vnd.docker.multiplexed-stream"

@@ -149,7 +149,7 @@ func (e *Engine) ContainerLogs(ctx context.Context, ref string, req LogsRequest,
 		return err
 	}
 	if !req.Stdout && !req.Stderr {
-		return errdefs.ErrInvalidArgument.WithMessage("you must choose at least one stream")
+		return errdefs.ErrInvalidArgument.WithMessage("You must choose at least one stream")
 	}
 	if !req.Stdout {
 		stdout = nil

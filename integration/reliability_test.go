@@ -199,6 +199,7 @@ func TestBadInputContainers(t *testing.T) {
 		{"GET", "/containers/json?limit=abc", "", 400, "limit"},
 		{"GET", "/containers/..%2F..%2Fetc/json", "", 404, "No such container"},
 		{"GET", "/containers/nosuch/logs?stdout=1&tail=-5", "", 404, "No such container"},
+		{"GET", "/containers/nosuch/logs", "", 400, `{"message":"You must choose at least one stream"}`},
 		{"POST", "/containers/nosuch/stop?t=-1", "", 404, "No such container"},
 	} {
 		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
