@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/miekg/dns"
 
@@ -17,13 +16,10 @@ import (
 // dnsTTL is the TTL of the names the embedded server answers, Docker's.
 const dnsTTL = 600
 
-// upstreamTimeout bounds one forwarded query.
-const upstreamTimeout = 5 * time.Second
-
 // dnsServer is a user network's embedded DNS server, listening on the
 // network's gateway address: it answers the names and aliases of the
 // containers on the networks of the asking container and forwards the
-// rest upstream (except on internal networks, which reach nothing).
+// rest to that container's servers (dnsforward.go).
 type dnsServer struct {
 	pc net.PacketConn
 	l  net.Listener
@@ -34,7 +30,7 @@ func (m *Manager) startDNS(ctx context.Context, n *netState) (*dnsServer, error)
 	if err != nil {
 		return nil, err
 	}
-	h := &resolver{m: m, netID: n.ID, internal: n.Internal}
+	h := m.newResolver(n)
 	for _, s := range []*dns.Server{{PacketConn: pc, Handler: h}, {Listener: l, Handler: h}} {
 		go func() {
 			if err := s.ActivateAndServe(); err != nil {
@@ -58,12 +54,19 @@ type resolver struct {
 	m        *Manager
 	netID    string
 	internal bool
+	// sem bounds the queries being forwarded at once.
+	sem chan struct{}
+}
+
+func (m *Manager) newResolver(n *netState) *resolver {
+	return &resolver{m: m, netID: n.ID, internal: n.Internal, sem: make(chan struct{}, maxForwards)}
 }
 
 func (r *resolver) ServeDNS(w dns.ResponseWriter, q *dns.Msg) {
-	resp, forward := r.answer(q, remoteIP(w.RemoteAddr()))
+	client := remoteIP(w.RemoteAddr())
+	resp, forward := r.answer(q, client)
 	if forward {
-		resp = r.forward(q, w.RemoteAddr().Network())
+		resp = r.forward(q, w.RemoteAddr().Network(), client)
 	}
 	if _, udp := w.RemoteAddr().(*net.UDPAddr); udp {
 		size := dns.MinMsgSize
@@ -76,7 +79,7 @@ func (r *resolver) ServeDNS(w dns.ResponseWriter, q *dns.Msg) {
 }
 
 // answer answers q from the containers' names; forward says the name is
-// not ours and should go upstream.
+// not ours: forward decides where it goes.
 func (r *resolver) answer(q *dns.Msg, client netip.Addr) (resp *dns.Msg, forward bool) {
 	resp = new(dns.Msg)
 	resp.SetReply(q)
@@ -86,10 +89,10 @@ func (r *resolver) answer(q *dns.Msg, client netip.Addr) (resp *dns.Msg, forward
 	}
 	qq := q.Question[0]
 	if qq.Qclass != dns.ClassINET {
-		return resp, !r.internal
+		return resp, true
 	}
 	switch qq.Qtype {
-	case dns.TypeA, dns.TypeAAAA:
+	case dns.TypeA, dns.TypeAAAA, dns.TypeMX:
 		ips := r.m.lookup(r.netID, client, qq.Name)
 		if len(ips) == 0 {
 			break
@@ -103,7 +106,9 @@ func (r *resolver) answer(q *dns.Msg, client netip.Addr) (resp *dns.Msg, forward
 				})
 			}
 		}
-		// AAAA of a known name: it exists, without IPv6 address.
+		// AAAA of a known name: it exists, without IPv6 address. MX: it
+		// exists, without records, so mail goes to its address (RFC 5321
+		// 5.1's implicit MX), as Docker answers.
 		return resp, false
 	case dns.TypePTR:
 		if name := r.m.reverse(r.netID, client, qq.Name); name != "" {
@@ -115,45 +120,7 @@ func (r *resolver) answer(q *dns.Msg, client netip.Addr) (resp *dns.Msg, forward
 			return resp, false
 		}
 	}
-	if r.internal {
-		resp.Rcode = dns.RcodeServerFailure
-		return resp, false
-	}
 	return resp, true
-}
-
-// forward sends q to the upstream resolver and returns its answer, or
-// SERVFAIL.
-func (r *resolver) forward(q *dns.Msg, network string) *dns.Msg {
-	fail := new(dns.Msg)
-	fail.SetRcode(q, dns.RcodeServerFailure)
-	proto := "udp"
-	if strings.HasPrefix(network, "tcp") {
-		proto = "tcp"
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), upstreamTimeout)
-	defer cancel()
-	conn, err := r.m.drv.DialUpstream(ctx, proto)
-	if err != nil {
-		r.m.log.Debug("embedded DNS: upstream", "err", err)
-		return fail
-	}
-	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(upstreamTimeout))
-	co := &dns.Conn{Conn: conn, UDPSize: dns.MaxMsgSize}
-	if err := co.WriteMsg(q); err != nil {
-		return fail
-	}
-	for {
-		resp, err := co.ReadMsg()
-		if err != nil {
-			r.m.log.Debug("embedded DNS: upstream answer", "err", err)
-			return fail
-		}
-		if resp.Id == q.Id {
-			return resp
-		}
-	}
 }
 
 func remoteIP(a net.Addr) netip.Addr {
@@ -175,15 +142,7 @@ func (m *Manager) queryNetworks(netID string, client netip.Addr) []*netState {
 	if n := m.nets[netID]; n != nil {
 		out = append(out, n)
 	}
-	var cid string
-	for _, n := range out {
-		for id, ep := range n.eps {
-			if ep.IP == client {
-				cid = id
-			}
-		}
-	}
-	if sb := m.sandboxes[cid]; sb != nil {
+	if sb := m.clientSandbox(netID, client); sb != nil {
 		for _, id := range sb.order {
 			if n := m.nets[id]; n != nil && id != netID && n.UserDefined() {
 				out = append(out, n)
@@ -191,6 +150,21 @@ func (m *Manager) queryNetworks(netID string, client netip.Addr) []*netState {
 		}
 	}
 	return out
+}
+
+// clientSandbox is the sandbox of the container at address client on
+// network netID, nil when none is there. The caller holds m.mu.
+func (m *Manager) clientSandbox(netID string, client netip.Addr) *sandbox {
+	n := m.nets[netID]
+	if n == nil {
+		return nil
+	}
+	for id, ep := range n.eps {
+		if ep.IP == client {
+			return m.sandboxes[id]
+		}
+	}
+	return nil
 }
 
 // lookup returns the addresses of a name ("db", "db.", "db.mynet.") on

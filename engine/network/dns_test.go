@@ -98,6 +98,8 @@ func TestEmbeddedDNS(t *testing.T) {
 		{"case", appDNS, "udp", "WeB.", dns.TypeA, dns.RcodeSuccess, []string{web.String()}},
 		{"over tcp", appDNS, "tcp", "www.", dns.TypeA, dns.RcodeSuccess, []string{web.String()}},
 		{"known name without IPv6", appDNS, "udp", "web.", dns.TypeAAAA, dns.RcodeSuccess, nil},
+		{"MX of a known name", appDNS, "udp", "web.", dns.TypeMX, dns.RcodeSuccess, nil},
+		{"MX of another name forwarded", appDNS, "udp", "example.test.", dns.TypeMX, dns.RcodeNameError, nil},
 		{"reverse", appDNS, "udp", ptr, dns.TypePTR, dns.RcodeSuccess, []string{"web.app."}},
 		{"another network's container", appDNS, "udp", "db.", dns.TypeA, dns.RcodeNameError, nil},
 		{"forwarded", appDNS, "udp", "example.test.", dns.TypeA, dns.RcodeSuccess, []string{"192.0.2.7"}},

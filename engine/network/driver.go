@@ -55,6 +55,10 @@ type Driver interface {
 	// DialUpstream connects to the resolver that names the embedded DNS
 	// server does not know go to ("udp" or "tcp").
 	DialUpstream(ctx context.Context, network string) (net.Conn, error)
+	// DialIn connects to addr ("udp" or "tcp") from inside the network
+	// namespace at path (a container's, as NewSandbox returned it): a
+	// container's own DNS servers are asked from where it is.
+	DialIn(ctx context.Context, path, network string, addr netip.AddrPort) (net.Conn, error)
 	// HostGateway is the address at which containers reach the host's
 	// loopback: what host-gateway and host.docker.internal resolve to.
 	HostGateway() netip.Addr

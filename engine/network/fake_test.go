@@ -36,6 +36,11 @@ type fakeDriver struct {
 	// dns is where ListenDNS listened, by the address asked for.
 	dns      map[netip.Addr]string
 	upstream string // a fake upstream resolver (udp)
+	// servers are the DNS servers DialIn reaches, by address: where they
+	// listen on loopback (udp and tcp). Others are unreachable.
+	servers map[netip.Addr]string
+	// dialed records DialIn's calls: "path network addr".
+	dialed []string
 }
 
 func newFake() *fakeDriver {
@@ -178,6 +183,18 @@ func (f *fakeDriver) DialUpstream(ctx context.Context, network string) (net.Conn
 	}
 	var d net.Dialer
 	return d.DialContext(ctx, network, f.upstream)
+}
+
+func (f *fakeDriver) DialIn(ctx context.Context, path, network string, addr netip.AddrPort) (net.Conn, error) {
+	f.mu.Lock()
+	f.dialed = append(f.dialed, path+" "+network+" "+addr.String())
+	real, ok := f.servers[addr.Addr()]
+	f.mu.Unlock()
+	if !ok || addr.Port() != 53 {
+		return nil, fmt.Errorf("dial %s %s: %w", network, addr, syscall.ECONNREFUSED)
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, network, real)
 }
 
 func (f *fakeDriver) HostGateway() netip.Addr { return netip.MustParseAddr("10.0.2.2") }

@@ -1,10 +1,16 @@
 package network
 
 import (
+	"context"
 	"encoding/json"
+	"net"
+	"net/netip"
 	"testing"
 
+	containertypes "github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/network"
+
+	"github.com/miekg/dns"
 )
 
 // FuzzCheckCreate feeds POST /networks/create bodies, as a client may
@@ -68,6 +74,65 @@ func FuzzParseHostPort(f *testing.F) {
 		}
 		if end < start || (start == 0) != (end == 0) {
 			t.Fatalf("parseHostPort(%q) = %d-%d", s, start, end)
+		}
+	})
+}
+
+// FuzzEmbeddedDNS feeds the embedded DNS server queries a container may
+// send: whatever decodes as a DNS message gets an answer to it (its ID)
+// that packs, with no panic. What is not the containers' goes to the
+// asking container's --dns server, which the fake driver cannot reach:
+// SERVFAIL.
+func FuzzEmbeddedDNS(f *testing.F) {
+	m, err := New(context.Background(), Options{Root: f.TempDir(), Driver: newFake()})
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer m.Close()
+	if _, err := m.NetworkCreate(context.Background(), network.CreateRequest{Name: "app"}); err != nil {
+		f.Fatal(err)
+	}
+	c := testContainer("web", &containertypes.HostConfig{NetworkMode: "app", DNS: []netip.Addr{netip.MustParseAddr("192.0.2.53")}})
+	ns, err := m.Configure(context.Background(), c, &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{"app": {Aliases: []string{"www"}, Links: []string{"db:base"}}}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	c.NetworkSettings = ns
+	att, err := m.Attach(context.Background(), c)
+	if err != nil {
+		f.Fatal(err)
+	}
+	app, _ := m.find("app")
+	r := m.newResolver(app)
+	ptr, _ := dns.ReverseAddr(att.Addrs[0].String())
+	for _, q := range []struct {
+		name  string
+		qtype uint16
+	}{{"web.", dns.TypeA}, {"www.app.", dns.TypeAAAA}, {ptr, dns.TypePTR}, {"base.", dns.TypeA}, {"nosuch.test.", dns.TypeMX}, {"1.2.in-addr.arpa.", dns.TypePTR}} {
+		msg := new(dns.Msg)
+		msg.SetQuestion(q.name, q.qtype)
+		msg.SetEdns0(4096, false)
+		b, err := msg.Pack()
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b, false)
+	}
+	f.Fuzz(func(t *testing.T, b []byte, tcp bool) {
+		q := new(dns.Msg)
+		if q.Unpack(b) != nil {
+			return
+		}
+		w := &fakeWriter{remote: &net.UDPAddr{IP: att.Addrs[0].AsSlice(), Port: 40000}}
+		if tcp {
+			w.remote = &net.TCPAddr{IP: att.Addrs[0].AsSlice(), Port: 40000}
+		}
+		r.ServeDNS(w, q)
+		if w.msg == nil || w.msg.Id != q.Id || !w.msg.Response {
+			t.Fatalf("answer %v to %v", w.msg, q)
+		}
+		if _, err := w.msg.Pack(); err != nil {
+			t.Fatalf("the answer to %v does not pack: %v", q, err)
 		}
 	})
 }

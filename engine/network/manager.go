@@ -63,6 +63,9 @@ type sandbox struct {
 	order    []string
 	forwards []Forward
 	nextIf   int
+	// dns are the container's --dns servers, which its queries to the
+	// embedded DNS servers are forwarded to (dnsforward.go).
+	dns []netip.Addr
 }
 
 // New loads the network records under o.Root and creates the predefined
@@ -328,7 +331,7 @@ func (m *Manager) reserveAll(ctx context.Context, c *container.Container) (*sand
 	if err != nil {
 		return nil, nil, err
 	}
-	sb := &sandbox{id: c.ID, key: newID()}
+	sb := &sandbox{id: c.ID, key: newID(), dns: slices.Clone(c.HostConfig.DNS)}
 	m.sandboxes[c.ID] = sb
 	var plugs []plannedPlug
 	gateway := true

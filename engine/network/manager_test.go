@@ -69,6 +69,7 @@ func TestConfigure(t *testing.T) {
 		mode string
 		eps  map[string]*network.EndpointSettings
 		pb   network.PortMap
+		dns  []netip.Addr
 		err  error
 		text string
 		nets []string
@@ -85,12 +86,13 @@ func TestConfigure(t *testing.T) {
 		{name: "address outside the subnet", mode: "mynet", eps: map[string]*network.EndpointSettings{"mynet": static("10.8.0.9")}, err: errdefs.ErrInvalidArgument, text: "no configured subnet or ip-range contain the IP address 10.8.0.9"},
 		{name: "host and a network", mode: "host", eps: map[string]*network.EndpointSettings{"mynet": nil}, err: errdefs.ErrInvalidArgument, text: "Container cannot be connected to network endpoints: host, mynet"},
 		{name: "container with ports", mode: "container:abc", pb: network.PortMap{network.MustParsePort("80"): {{}}}, err: errdefs.ErrInvalidArgument, text: "conflicting options: port publishing and the container type network mode"},
+		{name: "container with dns", mode: "container:abc", dns: []netip.Addr{netip.MustParseAddr("192.0.2.53")}, err: errdefs.ErrInvalidArgument, text: "conflicting options: dns and the network mode"},
 		{name: "container alone", mode: "container:abc", nets: []string{}},
 		{name: "sctp port", mode: "bridge", pb: network.PortMap{network.MustParsePort("80/sctp"): {{}}}, err: errdefs.ErrNotImplemented},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := testContainer("c", &containertypes.HostConfig{NetworkMode: containertypes.NetworkMode(tt.mode), PortBindings: tt.pb})
+			c := testContainer("c", &containertypes.HostConfig{NetworkMode: containertypes.NetworkMode(tt.mode), PortBindings: tt.pb, DNS: tt.dns})
 			ns, err := m.Configure(ctx, c, &network.NetworkingConfig{EndpointsConfig: tt.eps})
 			if tt.err != nil {
 				if !errors.Is(err, tt.err) || !strings.Contains(err.Error(), tt.text) {

@@ -3,9 +3,14 @@ package network
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
+	"os"
+	"runtime"
 	"strconv"
+
+	"golang.org/x/sys/unix"
 )
 
 // ListenDNS implements engine/network.Driver: the sockets are made on the
@@ -43,4 +48,41 @@ func (d *Driver) DialUpstream(ctx context.Context, network string) (net.Conn, er
 		return err
 	})
 	return c, err
+}
+
+// DialIn implements engine/network.Driver. The socket must be made in
+// the container's namespace: a thread of its own enters it and dials
+// there. It is not given back (the engine's threads could not return to
+// the host's namespace): it ends with its goroutine. The namespace
+// threads are not used, so that a TCP dial waiting on a server that does
+// not answer holds none of them.
+func (d *Driver) DialIn(ctx context.Context, path, network string, addr netip.AddrPort) (net.Conn, error) {
+	type result struct {
+		c   net.Conn
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread dies with the goroutine
+		c, err := dialInNS(ctx, path, network, addr)
+		done <- result{c, err}
+	}()
+	r := <-done
+	return r.c, r.err
+}
+
+// dialInNS enters the namespace at path on the calling (locked) thread and
+// dials addr there.
+func dialInNS(ctx context.Context, path, network string, addr netip.AddrPort) (net.Conn, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	err = unix.Setns(int(f.Fd()), unix.CLONE_NEWNET)
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("entering the network namespace %s: %w", path, err)
+	}
+	var dl net.Dialer
+	return dl.DialContext(ctx, network, addr.String())
 }

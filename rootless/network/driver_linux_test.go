@@ -369,6 +369,77 @@ func TestDriverLifecycle(t *testing.T) {
 	})
 }
 
+// DialIn's sockets are in the container's namespace: its loopback is the
+// container's own, not the detached namespace's, over udp and tcp.
+func TestDialIn(t *testing.T) {
+	d, detached := newDriver(t)
+	ctx := context.Background()
+	id := strings.Repeat("12", 32)
+	path, err := d.NewSandbox(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.RemoveSandbox(ctx, id)
+	echo := func(ns, who string) {
+		var pc net.PacketConn
+		var l net.Listener
+		inNS(t, ns, func() error {
+			var err error
+			if pc, err = net.ListenPacket("udp4", "127.0.0.1:53"); err != nil {
+				return err
+			}
+			l, err = net.Listen("tcp4", "127.0.0.1:53")
+			return err
+		})
+		t.Cleanup(func() { pc.Close(); l.Close() })
+		go func() {
+			buf := make([]byte, 64)
+			for {
+				n, from, err := pc.ReadFrom(buf)
+				if err != nil {
+					return
+				}
+				pc.WriteTo(append([]byte(who+" "), buf[:n]...), from)
+			}
+		}()
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				c.Write([]byte(who))
+				c.Close()
+			}
+		}()
+	}
+	echo(detached, "detached")
+	echo(path, "container")
+	server := netip.MustParseAddrPort("127.0.0.1:53")
+	for _, proto := range []string{"udp", "tcp"} {
+		conn, err := d.DialIn(ctx, path, proto, server)
+		if err != nil {
+			t.Fatalf("%s: %v", proto, err)
+		}
+		conn.SetDeadline(time.Now().Add(5 * time.Second))
+		want := "container"
+		if proto == "udp" {
+			want = "container query"
+			if _, err := conn.Write([]byte("query")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		buf := make([]byte, 64)
+		if n, err := conn.Read(buf); err != nil || string(buf[:n]) != want {
+			t.Errorf("%s: answer %q, %v; want %q", proto, buf[:n], err, want)
+		}
+		conn.Close()
+	}
+	if _, err := d.DialIn(ctx, filepath.Join(t.TempDir(), "nosuch"), "udp", server); err == nil {
+		t.Error("dialled from a namespace that does not exist")
+	}
+}
+
 // ipv6Addrs counts the IPv6 addresses of the link name in the calling
 // thread's namespace, and fails the test unless its disable_ipv6 agrees:
 // 1 with none, 0 with some.

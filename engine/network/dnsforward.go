@@ -1,0 +1,158 @@
+package network
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// Names the embedded DNS server does not know go to the asking
+// container's own servers, its --dns (HostConfig.Dns), as Docker's
+// resolver forwards them to a container's external servers
+// (libnetwork's Resolver.forwardExtDNS); a container without --dns has
+// them forwarded to the default bridge's resolver (slirp4netns's, which
+// asks the host's), where Docker asks the host's servers itself. As
+// Docker does:
+//
+//   - the first maxExtDNS servers are asked, in order (the container's
+//     resolv.conf on a user network names the embedded server only);
+//   - a server that cannot be reached, does not answer within
+//     forwardTimeout, or answers SERVFAIL or REFUSED is passed over for
+//     the next; any other answer (NXDOMAIN too) is the client's; when
+//     none answers, SERVFAIL;
+//   - a query goes out over the protocol it came in on: a truncated
+//     answer over UDP has the client ask again over TCP;
+//   - the servers are dialled from inside the container's network
+//     namespace: a loopback server is the container's own, and the
+//     container's routes and networks decide what it reaches, as they
+//     would for its own resolver. So a container of an internal network
+//     reaches its --dns servers on that network, while nothing of it
+//     goes upstream;
+//   - the resolver's own addresses are left out: a --dns naming the
+//     gateway of a user network would have the server ask itself;
+//   - at most maxForwards queries of a network are forwarded at once;
+//     a query that waits longer than forwardTimeout for its turn is
+//     REFUSED.
+const (
+	maxExtDNS   = 3
+	maxForwards = 1024
+)
+
+// forwardTimeout bounds the wait for one server's answer (Docker's
+// extIOTimeout); tests shorten it.
+var forwardTimeout = 4 * time.Second
+
+// forward sends q, which arrived over network ("udp", "tcp") from
+// client, to the servers of the asking container, and returns the answer
+// to give the client.
+func (r *resolver) forward(q *dns.Msg, network string, client netip.Addr) *dns.Msg {
+	proto := "udp"
+	if strings.HasPrefix(network, "tcp") {
+		proto = "tcp"
+	}
+	servers, nsPath := r.m.extDNS(r.netID, client)
+	if len(servers) == 0 && r.internal {
+		return reply(q, dns.RcodeServerFailure) // an internal network reaches nothing upstream
+	}
+	select {
+	case r.sem <- struct{}{}:
+		defer func() { <-r.sem }()
+	case <-time.After(forwardTimeout):
+		r.m.log.Debug("embedded DNS: too many queries forwarded at once", "limit", maxForwards)
+		return reply(q, dns.RcodeRefused)
+	}
+	if len(servers) == 0 {
+		resp := r.exchange(q, "upstream", func(ctx context.Context) (net.Conn, error) {
+			return r.m.drv.DialUpstream(ctx, proto)
+		})
+		if resp == nil {
+			return reply(q, dns.RcodeServerFailure)
+		}
+		return resp
+	}
+	for _, s := range servers {
+		server := netip.AddrPortFrom(s, 53)
+		resp := r.exchange(q, server.String(), func(ctx context.Context) (net.Conn, error) {
+			return r.m.drv.DialIn(ctx, nsPath, proto, server)
+		})
+		if resp == nil || resp.Rcode == dns.RcodeServerFailure || resp.Rcode == dns.RcodeRefused {
+			continue
+		}
+		return resp
+	}
+	return reply(q, dns.RcodeServerFailure)
+}
+
+// exchange sends q over the connection dial makes and returns the answer,
+// nil when none came within forwardTimeout. server names it in the log.
+func (r *resolver) exchange(q *dns.Msg, server string, dial func(context.Context) (net.Conn, error)) *dns.Msg {
+	ctx, cancel := context.WithTimeout(context.Background(), forwardTimeout)
+	defer cancel()
+	conn, err := dial(ctx)
+	if err != nil {
+		r.m.log.Debug("embedded DNS: forwarding", "server", server, "err", err)
+		return nil
+	}
+	defer conn.Close()
+	deadline, _ := ctx.Deadline()
+	conn.SetDeadline(deadline)
+	co := &dns.Conn{Conn: conn, UDPSize: dns.MaxMsgSize}
+	if err := co.WriteMsg(q); err != nil {
+		r.m.log.Debug("embedded DNS: forwarding", "server", server, "err", err)
+		return nil
+	}
+	for {
+		resp, err := co.ReadMsg()
+		if err != nil {
+			r.m.log.Debug("embedded DNS: forwarded answer", "server", server, "err", err)
+			return nil
+		}
+		if resp.Id == q.Id {
+			return resp
+		}
+	}
+}
+
+func reply(q *dns.Msg, rcode int) *dns.Msg {
+	return new(dns.Msg).SetRcode(q, rcode)
+}
+
+// extDNS returns the --dns servers of the container at address client on
+// network netID (at most maxExtDNS of them, the embedded servers' own
+// addresses left out) and the path of its network namespace; none when
+// no container with --dns is there.
+func (m *Manager) extDNS(netID string, client netip.Addr) ([]netip.Addr, string) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	sb := m.clientSandbox(netID, client)
+	if sb == nil || sb.path == "" {
+		return nil, ""
+	}
+	var out []netip.Addr
+	for _, a := range sb.dns {
+		a = a.Unmap()
+		if m.embeddedAddr(a) {
+			m.log.Debug("embedded DNS: not forwarding to its own address", "container", sb.id, "server", a)
+			continue
+		}
+		if out = append(out, a); len(out) == maxExtDNS {
+			break
+		}
+	}
+	return out, sb.path
+}
+
+// embeddedAddr reports whether a is where an embedded DNS server listens:
+// the gateway of a user network. The caller holds m.mu.
+func (m *Manager) embeddedAddr(a netip.Addr) bool {
+	for _, n := range m.nets {
+		if n.UserDefined() && n.Gateway == a {
+			return true
+		}
+	}
+	return false
+}
