@@ -73,7 +73,11 @@ func (e *Engine) writeEtcFiles(c *container.Container, att NetAttachment, links 
 	case len(att.Addrs) == 0:
 		fmt.Fprintf(&hosts, "127.0.0.1\t%s\n", hostname)
 	default:
-		fmt.Fprintf(&hosts, "%s\t%s\n", att.Addrs[0], hostname)
+		// A line for each network's address, as Docker has one for each
+		// endpoint: a disconnect deletes its own (nethosts.go).
+		for _, a := range att.Addrs {
+			fmt.Fprintf(&hosts, "%s\t%s\n", a, hostsNames(hostname, c.Config.Domainname))
+		}
 		if att.HostGateway != "" {
 			// The host's loopback, through slirp4netns.
 			fmt.Fprintf(&hosts, "%s\thost.docker.internal\n", att.HostGateway)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"net/netip"
 	"os"
 	"path"
 	"path/filepath"
@@ -30,44 +31,61 @@ import (
 // (or created, connected, then started) get the server at their start:
 // nothing of this runs on the start path.
 
-// reDNS runs change (a connect or disconnect of c) and rewrites the
-// resolv.conf of c, and of the containers that joined its namespace,
-// when the change moved their nameserver.
-func (e *Engine) reDNS(ctx context.Context, c *container.Container, change func() error) error {
+// netChange is what a connect or disconnect did that a running
+// container's /etc/hosts shows: the address it got on the network, or
+// the one it lost there.
+type netChange struct {
+	added, removed netip.Addr
+}
+
+// reEtc runs change (a connect or disconnect of c) and, when c runs,
+// updates the /etc files of c and of the containers that joined its
+// namespace: resolv.conf when the change moved their nameserver, and
+// /etc/hosts by the address gained or lost (nethosts.go).
+func (e *Engine) reEtc(ctx context.Context, c *container.Container, change func() (netChange, error)) error {
 	n := e.opts.Networks
 	e.dnsMu.Lock()
 	defer e.dnsMu.Unlock()
 	before, running := n.DNS(ctx, c.ID)
-	if err := change(); err != nil {
+	ch, err := change()
+	if err != nil {
 		return err
 	}
 	after, ok := n.DNS(ctx, c.ID)
-	if !running || !ok || sameDNS(before, after) {
+	if !running || !ok {
 		return nil
 	}
+	// Containers on --network container:<c> see what c sees: their
+	// /etc files were copies of c's at their start.
+	targets := []*container.Container{c}
+	for _, id := range e.joins.joiners(c.ID) {
+		if t, err := e.containers.Get(ctx, id); err == nil {
+			targets = append(targets, t)
+		}
+	}
+	if !sameDNS(before, after) {
+		e.reResolvConf(c, targets, before, after)
+	}
+	e.reHosts(c, targets, ch)
+	return nil
+}
+
+// reResolvConf rewrites the resolv.conf of targets from what DNS before
+// made of c's to what after makes.
+func (e *Engine) reResolvConf(c *container.Container, targets []*container.Container, before, after DNS) {
 	host := hostResolvConf()
 	old, cur := containerResolvConf(host, c.HostConfig, before), containerResolvConf(host, c.HostConfig, after)
-	// Containers on --network container:<c> see what c sees: their
-	// resolv.conf was a copy of c's at their start.
-	for _, id := range append([]string{c.ID}, e.joins.joiners(c.ID)...) {
-		t := c
-		if id != c.ID {
-			var err error
-			if t, err = e.containers.Get(ctx, id); err != nil {
-				continue
-			}
-		}
+	for _, t := range targets {
 		if userMounted(t, "/etc/resolv.conf") {
 			continue
 		}
 		switch done, err := rewriteIfSame(filepath.Join(e.etcDir(t), "resolv.conf"), old, cur); {
 		case err != nil:
-			e.log.Warn("rewriting resolv.conf after a network change", "container", id, "err", err)
+			e.log.Warn("rewriting resolv.conf after a network change", "container", t.ID, "err", err)
 		case !done:
-			e.log.Info("resolv.conf changed since the container started: left as it is", "container", id)
+			e.log.Info("resolv.conf changed since the container started: left as it is", "container", t.ID)
 		}
 	}
-	return nil
 }
 
 func sameDNS(a, b DNS) bool {

@@ -89,8 +89,9 @@ type NetAttachment struct {
 	NetNSPath string
 	// Settings are recorded as the container's NetworkSettings.
 	Settings *containertypes.NetworkSettings
-	// Addrs are the container's addresses, its primary network's first:
-	// /etc/hosts maps the hostname to Addrs[0].
+	// Addrs are the container's addresses, one a network in attach
+	// order (its primary network's first): /etc/hosts maps the hostname
+	// to each, as Docker has a line for each endpoint.
 	Addrs []netip.Addr
 	// DNS makes resolv.conf.
 	DNS
@@ -377,9 +378,12 @@ func (e *Engine) NetworkConnect(ctx context.Context, ref string, req network.Con
 	}
 	var name string
 	var ep *network.EndpointSettings
-	if err := e.reDNS(ctx, c, func() (err error) {
-		name, ep, err = n.Connect(ctx, c, ref, req.EndpointConfig)
-		return err
+	if err := e.reEtc(ctx, c, func() (netChange, error) {
+		var err error
+		if name, ep, err = n.Connect(ctx, c, ref, req.EndpointConfig); err != nil {
+			return netChange{}, err
+		}
+		return netChange{added: ep.IPAddress}, nil
 	}); err != nil {
 		return err
 	}
@@ -407,9 +411,17 @@ func (e *Engine) NetworkDisconnect(ctx context.Context, ref string, req network.
 		return err
 	}
 	var name string
-	if err := e.reDNS(ctx, c, func() (err error) {
-		name, err = n.Disconnect(ctx, c, ref, req.Force)
-		return err
+	if err := e.reEtc(ctx, c, func() (netChange, error) {
+		var err error
+		if name, err = n.Disconnect(ctx, c, ref, req.Force); err != nil {
+			return netChange{}, err
+		}
+		// The address it had there, as its record shows while it runs.
+		var gone netip.Addr
+		if ns := c.NetworkSettings; ns != nil && ns.Networks[name] != nil {
+			gone = ns.Networks[name].IPAddress
+		}
+		return netChange{removed: gone}, nil
 	}); err != nil {
 		return err
 	}

@@ -247,11 +247,12 @@ func (m *Manager) Attach(ctx context.Context, c *container.Container) (engine.Ne
 	sb.path = path
 	settings := &containertypes.NetworkSettings{SandboxID: sb.key, SandboxKey: path, Ports: network.PortMap{}, Networks: map[string]*network.EndpointSettings{}}
 	nets := make([]*netState, len(plugs))
+	addrs := make([]netip.Addr, len(plugs))
 	for i, p := range plugs {
 		nets[i] = p.n
+		addrs[i] = p.ep.IP
 		settings.Networks[p.n.Name] = endpointSettings(p.n, p.ep, p.cfg)
 	}
-	first := plugs[0].ep
 	if err := m.publishLocked(ctx, sb, c, nets, plan, settings.Ports); err != nil {
 		m.detachLocked(context.WithoutCancel(ctx), c.ID, false)
 		return engine.NetAttachment{}, err
@@ -260,7 +261,7 @@ func (m *Manager) Attach(ctx context.Context, c *container.Container) (engine.Ne
 	att := engine.NetAttachment{
 		NetNSPath:   path,
 		Settings:    settings,
-		Addrs:       []netip.Addr{first.IP},
+		Addrs:       addrs,
 		HostGateway: m.drv.HostGateway().String(),
 	}
 	att.DNS = m.resolver(nets)
