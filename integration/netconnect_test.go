@@ -115,3 +115,94 @@ func TestNetworkConnectDNS(t *testing.T) {
 	dockerOK(t, d, "rm", "-f", "target", "plain", "joiner", "searcher", "later", "edited", "mounted")
 	dockerOK(t, d, "network", "rm", "dnsnet")
 }
+
+// /etc/hosts has a line for each of a container's network addresses, as
+// Docker writes it (TestEtcHostsDisconnect in moby's integration tests):
+// docker network connect of a running container appends the line of its
+// address on the new network, a disconnect deletes that network's line
+// wherever it is, and no other; the containers that share its namespace
+// follow. The line names the hostname, and its first label when it has
+// dots. A container connected before its start has both lines from the
+// start; a user-mounted /etc/hosts is left alone; one the user edited
+// gets the line all the same (as Docker's).
+func TestNetworkConnectHosts(t *testing.T) {
+	d, ref := pulled(t)
+	dockerOK(t, d, "network", "create", "h1")
+	dockerOK(t, d, "network", "create", "h2")
+	dockerOK(t, d, "run", "-d", "--name", "c1", "--hostname", "c1.invalid", "--network", "h1", "--add-host", "otherhost.invalid:192.0.2.3", ref, "sleep", "300")
+	dockerOK(t, d, "run", "-d", "--name", "side", "--network", "container:c1", ref, "sleep", "300")
+	hosts := func(c string) string {
+		out, _ := d.Docker(t, "exec", c, "cat", "/etc/hosts")
+		return out
+	}
+	ip := func(c, net string) string {
+		return dockerOK(t, d, "inspect", "-f", "{{with index .NetworkSettings.Networks \""+net+"\"}}{{.IPAddress}}{{end}}", c)
+	}
+	line := func(c, net string) string { return ip(c, net) + "\tc1.invalid c1\n" }
+	start := hosts("c1")
+	own := line("c1", "h1")
+	if !strings.Contains(start, own) || !strings.Contains(start, "192.0.2.3\totherhost.invalid\n") {
+		t.Fatalf("/etc/hosts at the start:\n%s", start)
+	}
+	base := strings.Replace(start, own, "", 1) // what is not c1's own
+	check := func(step, want string) {
+		t.Helper()
+		for _, c := range []string{"c1", "side"} {
+			if got := hosts(c); got != want {
+				t.Errorf("%s's /etc/hosts after %s:\n%s\nwant:\n%s", c, step, got, want)
+			}
+		}
+	}
+	check("the start", start)
+	dockerOK(t, d, "network", "connect", "h2", "c1")
+	h2Line := line("c1", "h2")
+	check("connecting h2", start+h2Line)
+	dockerOK(t, d, "network", "disconnect", "h1", "c1")
+	check("disconnecting h1", base+h2Line)
+	dockerOK(t, d, "network", "connect", "h1", "c1")
+	h1Line := line("c1", "h1")
+	check("connecting h1 again", base+h2Line+h1Line)
+	dockerOK(t, d, "network", "disconnect", "h1", "c1")
+	check("disconnecting h1 again", base+h2Line)
+	dockerOK(t, d, "network", "disconnect", "h2", "c1")
+	check("disconnecting h2", base)
+
+	// Connected before its start: a line for each network at the start.
+	dockerOK(t, d, "create", "--name", "two", "--network", "h1", ref, "sleep", "300")
+	dockerOK(t, d, "network", "connect", "h2", "two")
+	dockerOK(t, d, "start", "two")
+	short := dockerOK(t, d, "inspect", "-f", "{{.Config.Hostname}}", "two")
+	got := hosts("two")
+	for _, net := range []string{"h1", "h2"} {
+		if want := ip("two", net) + "\t" + short + "\n"; !strings.Contains(got, want) {
+			t.Errorf("/etc/hosts of a container started on h1 and h2 has no line %q:\n%s", want, got)
+		}
+	}
+
+	// Edited by the user: the line is appended all the same.
+	dockerOK(t, d, "run", "-d", "--name", "edited", "--network", "h1", ref, "sleep", "300")
+	dockerOK(t, d, "exec", "edited", "sh", "-c", "printf '10.1.1.1\\tmine\\n' >> /etc/hosts")
+	edited := hosts("edited")
+	dockerOK(t, d, "network", "connect", "h2", "edited")
+	short = dockerOK(t, d, "inspect", "-f", "{{.Config.Hostname}}", "edited")
+	if got, want := hosts("edited"), edited+ip("edited", "h2")+"\t"+short+"\n"; got != want {
+		t.Errorf("an edited /etc/hosts after the connect:\n%s\nwant:\n%s", got, want)
+	}
+	// Bind-mounted by the user: neither the file nor the mount changes.
+	mine := filepath.Join(t.TempDir(), "hosts")
+	if err := os.WriteFile(mine, []byte("127.0.0.1\tlocalhost\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dockerOK(t, d, "run", "-d", "--name", "mounted", "--network", "h1", "-v", mine+":/etc/hosts:ro", ref, "sleep", "300")
+	dockerOK(t, d, "network", "connect", "h2", "mounted")
+	dockerOK(t, d, "network", "disconnect", "h1", "mounted")
+	if got := hosts("mounted"); got != "127.0.0.1\tlocalhost\n" {
+		t.Errorf("a bind-mounted /etc/hosts shows %q after connect and disconnect", got)
+	}
+	if b, _ := os.ReadFile(mine); string(b) != "127.0.0.1\tlocalhost\n" {
+		t.Errorf("the user's hosts file became %q", b)
+	}
+
+	dockerOK(t, d, "rm", "-f", "c1", "side", "two", "edited", "mounted")
+	dockerOK(t, d, "network", "rm", "h1", "h2")
+}
