@@ -33,7 +33,8 @@ import (
 //     reaches its --dns servers on that network, while nothing of it
 //     goes upstream;
 //   - the resolver's own addresses are left out: a --dns naming the
-//     gateway of a user network would have the server ask itself;
+//     gateway of a user network would have the server ask itself. A
+//     container left with none gets SERVFAIL, not the upstream;
 //   - at most maxForwards queries of a network are forwarded at once;
 //     a query that waits longer than forwardTimeout for its turn is
 //     REFUSED.
@@ -54,8 +55,8 @@ func (r *resolver) forward(q *dns.Msg, network string, client netip.Addr) *dns.M
 	if strings.HasPrefix(network, "tcp") {
 		proto = "tcp"
 	}
-	servers, nsPath := r.m.extDNS(r.netID, client)
-	if len(servers) == 0 && r.internal {
+	servers, nsPath, own := r.m.extDNS(r.netID, client)
+	if !own && r.internal {
 		return reply(q, dns.RcodeServerFailure) // an internal network reaches nothing upstream
 	}
 	select {
@@ -65,7 +66,7 @@ func (r *resolver) forward(q *dns.Msg, network string, client netip.Addr) *dns.M
 		r.m.log.Debug("embedded DNS: too many queries forwarded at once", "limit", maxForwards)
 		return reply(q, dns.RcodeRefused)
 	}
-	if len(servers) == 0 {
+	if !own {
 		resp := r.exchange(q, "upstream", func(ctx context.Context) (net.Conn, error) {
 			return r.m.drv.DialUpstream(ctx, proto)
 		})
@@ -123,27 +124,27 @@ func reply(q *dns.Msg, rcode int) *dns.Msg {
 
 // extDNS returns the --dns servers of the container at address client on
 // network netID (at most maxExtDNS of them, the embedded servers' own
-// addresses left out) and the path of its network namespace; none when
-// no container with --dns is there.
-func (m *Manager) extDNS(netID string, client netip.Addr) ([]netip.Addr, string) {
+// addresses left out) and the path of its network namespace; own is
+// false when no container with --dns is there. A container whose --dns
+// are all left out has none to ask (Docker's then answers SERVFAIL).
+func (m *Manager) extDNS(netID string, client netip.Addr) (servers []netip.Addr, nsPath string, own bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	sb := m.clientSandbox(netID, client)
-	if sb == nil || sb.path == "" {
-		return nil, ""
+	if sb == nil || sb.path == "" || len(sb.dns) == 0 {
+		return nil, "", false
 	}
-	var out []netip.Addr
 	for _, a := range sb.dns {
 		a = a.Unmap()
 		if m.embeddedAddr(a) {
 			m.log.Debug("embedded DNS: not forwarding to its own address", "container", sb.id, "server", a)
 			continue
 		}
-		if out = append(out, a); len(out) == maxExtDNS {
+		if servers = append(servers, a); len(servers) == maxExtDNS {
 			break
 		}
 	}
-	return out, sb.path
+	return servers, sb.path, true
 }
 
 // embeddedAddr reports whether a is where an embedded DNS server listens:

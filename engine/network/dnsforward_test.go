@@ -149,6 +149,7 @@ func TestForwardToContainerDNS(t *testing.T) {
 		{name: "NXDOMAIN is an answer", servers: []string{"192.0.2.53", "192.0.2.57"}, qname: "nosuch.hutch.test.", rcode: "NXDOMAIN", dialed: []string{"192.0.2.53"}},
 		{name: "over tcp", servers: []string{"192.0.2.53"}, proto: "tcp", qname: "hello.hutch.test.", rcode: "NOERROR", ips: []string{"10.9.8.7"}, dialed: []string{"192.0.2.53"}},
 		{name: "its own address left out", servers: []string{app.Gateway.String(), "192.0.2.53"}, qname: "hello.hutch.test.", rcode: "NOERROR", ips: []string{"10.9.8.7"}, dialed: []string{"192.0.2.53"}},
+		{name: "only its own address: nothing asked", servers: []string{app.Gateway.String()}, qname: "example.test.", rcode: "SERVFAIL"},
 		{name: "containers' names stay the embedded server's", servers: []string{"192.0.2.57"}, qname: "web.", rcode: "NOERROR", ips: []string{web.String()}},
 		{name: "no --dns: upstream", qname: "example.test.", rcode: "NOERROR", ips: []string{"192.0.2.7"}},
 	}
