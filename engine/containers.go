@@ -44,6 +44,9 @@ func (e *Engine) ContainerCreate(ctx context.Context, req CreateRequest) (contai
 	if hc == nil {
 		hc = &containertypes.HostConfig{}
 	}
+	if err := validateNetMode(req.Config, hc); err != nil {
+		return containertypes.CreateResponse{}, err
+	}
 	if err := validateHostConfig(hc); err != nil {
 		return containertypes.CreateResponse{}, err
 	}
@@ -73,9 +76,6 @@ func (e *Engine) ContainerCreate(ctx context.Context, req CreateRequest) (contai
 	cfg, err := spec.MergeConfig(req.Config, imgCfg)
 	if err != nil {
 		return containertypes.CreateResponse{}, err
-	}
-	if hc.NetworkMode.IsContainer() && req.Config.Hostname != "" {
-		return containertypes.CreateResponse{}, errdefs.ErrInvalidArgument.WithMessage("conflicting options: hostname and the network mode")
 	}
 	id := container.NewID()
 	if cfg.Hostname == "" && hc.NetworkMode != "host" {
@@ -205,9 +205,6 @@ func (e *Engine) createWarnings(hc *containertypes.HostConfig) []string {
 const noNetworkPorts = "the daemon runs without networking (slirp4netns): published ports are not reachable; run `hutch check`"
 
 func validateHostConfig(hc *containertypes.HostConfig) error {
-	if mode := hc.NetworkMode; mode.IsContainer() && mode.ConnectedContainer() == "" {
-		return errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid network mode: %s", mode))
-	}
 	// -v specifications are checked at create; a missing source is made
 	// at start, as Docker does (createBindSources).
 	for _, b := range hc.Binds {

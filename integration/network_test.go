@@ -436,6 +436,11 @@ func TestNetworkModes(t *testing.T) {
 		want string
 	}{
 		{[]string{"--network", "container:base", "-p", "8080:80"}, "conflicting options: port publishing and the container type network mode"},
+		{[]string{"--network", "container:base", "--expose", "80"}, "conflicting options: port exposing and the container type network mode"},
+		{[]string{"--network", "container:base", "--add-host", "a:192.0.2.1"}, "conflicting options: custom host-to-IP mapping and the network mode"},
+		{[]string{"--network", "container:base", "--link", "base:b"}, "conflicting options: container type network can't be used with links"},
+		{[]string{"--network", "container:base", "-h", "other"}, "conflicting options: hostname and the network mode"},
+		{[]string{"--uts", "host", "-h", "other"}, "conflicting options: hostname and the UTS mode"},
 		{[]string{"--network", "container:nosuch"}, "No such container: nosuch"},
 		{[]string{"--network", "nosuchnet"}, "network nosuchnet not found"},
 		{[]string{"--network", "bridge", "--ip", "172.17.9.9"}, "user specified IP address is supported on user defined networks only"},

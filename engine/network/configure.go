@@ -39,14 +39,7 @@ func (m *Manager) Configure(ctx context.Context, c *container.Container, nc *net
 	}
 	out := &containertypes.NetworkSettings{Networks: map[string]*network.EndpointSettings{}}
 	if mode.IsContainer() {
-		// Its queries come from the other container's address: that
-		// one's servers answer them (Docker's message).
-		if len(hc.DNS) > 0 {
-			return nil, errdefs.ErrInvalidArgument.WithMessage("conflicting options: dns and the network mode")
-		}
-		if len(hc.PortBindings) > 0 || hc.PublishAllPorts {
-			return nil, errdefs.ErrInvalidArgument.WithMessage("conflicting options: port publishing and the container type network mode")
-		}
+		// The engine refused the rest at create (validateNetMode).
 		if len(eps) > 0 {
 			return nil, errdefs.ErrInvalidArgument.WithMessage("conflicting options: container type network can't be used with other networks")
 		}

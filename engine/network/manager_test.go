@@ -85,8 +85,6 @@ func TestConfigure(t *testing.T) {
 		{name: "address on the default bridge", mode: "bridge", eps: map[string]*network.EndpointSettings{"bridge": static("172.17.0.9")}, err: errdefs.ErrInvalidArgument, text: "user specified IP address is supported on user defined networks only"},
 		{name: "address outside the subnet", mode: "mynet", eps: map[string]*network.EndpointSettings{"mynet": static("10.8.0.9")}, err: errdefs.ErrInvalidArgument, text: "no configured subnet or ip-range contain the IP address 10.8.0.9"},
 		{name: "host and a network", mode: "host", eps: map[string]*network.EndpointSettings{"mynet": nil}, err: errdefs.ErrInvalidArgument, text: "Container cannot be connected to network endpoints: host, mynet"},
-		{name: "container with ports", mode: "container:abc", pb: network.PortMap{network.MustParsePort("80"): {{}}}, err: errdefs.ErrInvalidArgument, text: "conflicting options: port publishing and the container type network mode"},
-		{name: "container with dns", mode: "container:abc", dns: []netip.Addr{netip.MustParseAddr("192.0.2.53")}, err: errdefs.ErrInvalidArgument, text: "conflicting options: dns and the network mode"},
 		{name: "container alone", mode: "container:abc", nets: []string{}},
 		{name: "sctp port", mode: "bridge", pb: network.PortMap{network.MustParsePort("80/sctp"): {{}}}, err: errdefs.ErrNotImplemented},
 	}
