@@ -10,6 +10,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
+	"sort"
 	"strings"
 )
 
@@ -49,6 +51,12 @@ type Config struct {
 	// none, and its options (daemon.json's log-driver and log-opts).
 	LogDriver string            `json:"log_driver,omitempty"`
 	LogOpts   map[string]string `json:"log_opts,omitempty"`
+	// BIP is daemon.json's "bip": the default bridge's gateway address
+	// and subnet ("10.200.0.1/24"); "" lets it take the first free pool.
+	BIP string `json:"bip,omitempty"`
+	// AddressPools is daemon.json's "default-address-pools": where
+	// networks without a subnet get one (Docker's defaults when empty).
+	AddressPools []AddressPool `json:"address_pools,omitempty"`
 	// Warnings found on the host (preflight), shown in /info.
 	Warnings []string `json:"warnings,omitempty"`
 }
@@ -68,9 +76,36 @@ type fileConfig struct {
 	TLSCert            string            `json:"tlscert"`
 	TLSKey             string            `json:"tlskey"`
 	TLSCACert          string            `json:"tlscacert"`
+	BIP                string            `json:"bip"`
+	AddressPools       []AddressPool     `json:"default-address-pools"`
+	// ignored is the warning about the settings hutch does not read.
+	ignored string
 }
 
-// loadFile reads daemon.json; a missing file is no error.
+// ignoredKeys are the settings of daemon.json b that hutch does not read
+// (it reads a subset of Docker's, fileConfig), sorted.
+func ignoredKeys(b []byte) []string {
+	var all map[string]json.RawMessage
+	if json.Unmarshal(b, &all) != nil {
+		return nil
+	}
+	known := map[string]bool{}
+	t := reflect.TypeOf(fileConfig{})
+	for i := range t.NumField() {
+		known[strings.Split(t.Field(i).Tag.Get("json"), ",")[0]] = true
+	}
+	var out []string
+	for k := range all {
+		if !known[k] {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// loadFile reads daemon.json; a missing file is no error. The settings it
+// has that hutch does not read are told in a warning.
 func loadFile(path string) (*fileConfig, bool, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -82,6 +117,17 @@ func loadFile(path string) (*fileConfig, bool, error) {
 	var fc fileConfig
 	dec := json.NewDecoder(strings.NewReader(string(b)))
 	if err := dec.Decode(&fc); err != nil {
+		return nil, false, fmt.Errorf("%s: %w", path, err)
+	}
+	if keys := ignoredKeys(b); len(keys) > 0 {
+		fc.ignored = fmt.Sprintf("%s: hutch does not read these settings of Docker's daemon.json, which have no effect: %s", path, strings.Join(keys, ", "))
+	}
+	if fc.BIP != "" {
+		if err := checkBIP(fc.BIP); err != nil {
+			return nil, false, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	if err := checkPools(fc.AddressPools); err != nil {
 		return nil, false, fmt.Errorf("%s: %w", path, err)
 	}
 	return &fc, true, nil

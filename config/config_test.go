@@ -77,6 +77,10 @@ func TestResolveLayers(t *testing.T) {
 	if len(c.InsecureRegistries) != 1 || len(c.RegistryMirrors) != 1 {
 		t.Errorf("registries not read: %+v", c)
 	}
+	// A setting of Docker's that hutch does not read is told, not refused.
+	if len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], "hutch does not read these settings of Docker's daemon.json, which have no effect: unknown-key") {
+		t.Errorf("warnings: %q, want one naming unknown-key", c.Warnings)
+	}
 	c, err = Resolve(Flags{ConfigFile: cfgFile, DataRoot: "/flag/wins", LogLevel: "warn", IDMap: "single", Network: "none"})
 	if err != nil {
 		t.Fatal(err)
@@ -110,5 +114,35 @@ func TestEncodeRoundTrip(t *testing.T) {
 	got, ok, err := Inherited()
 	if err != nil || !ok || got.Socket != "/s" || got.DataRoot != "/d" || !got.Network || got.Warnings[0] != "w" {
 		t.Fatalf("Inherited() = %+v, %v, %v", got, ok, err)
+	}
+}
+
+func TestAddressPlan(t *testing.T) {
+	base := t.TempDir()
+	t.Setenv("XDG_RUNTIME_DIR", filepath.Join(base, "run"))
+	t.Setenv("XDG_DATA_HOME", filepath.Join(base, "data"))
+	os.MkdirAll(filepath.Join(base, "run"), 0o700)
+	cfgFile := filepath.Join(base, "daemon.json")
+	os.WriteFile(cfgFile, []byte(`{"bip": "10.200.0.1/24", "default-address-pools": [{"base": "10.124.0.0/16", "size": 24}]}`), 0o600)
+	c, err := Resolve(Flags{ConfigFile: cfgFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.BIP != "10.200.0.1/24" || len(c.AddressPools) != 1 || c.AddressPools[0] != (AddressPool{"10.124.0.0/16", 24}) || len(c.Warnings) != 0 {
+		t.Errorf("bip and pools: %q %+v, warnings %q", c.BIP, c.AddressPools, c.Warnings)
+	}
+	for bad, msg := range map[string]string{
+		`{"bip": "10.200.0.1"}`:    "want the bridge's address and prefix length",
+		`{"bip": "10.200.0.0/24"}`: "the address is the subnet's own; give the bridge's, e.g. 10.200.0.1/24",
+		`{"bip": "10.200.0.1/31"}`: "has no room for containers",
+		`{"bip": "fd00::1/64"}`:    "only IPv4",
+		`{"default-address-pools": [{"base": "10.124.0.0/16", "size": 8}]}`:  "the size must be between 16 (the base's) and 30",
+		`{"default-address-pools": [{"base": "10.124.0.1/16", "size": 24}]}`: "is not a network address: want 10.124.0.0/16",
+		`{"default-address-pools": [{"base": "nonsense", "size": 24}]}`:      "base \"nonsense\"",
+	} {
+		os.WriteFile(cfgFile, []byte(bad), 0o600)
+		if _, err := Resolve(Flags{ConfigFile: cfgFile}); err == nil || !strings.Contains(err.Error(), msg) || !strings.Contains(err.Error(), cfgFile) {
+			t.Errorf("%s: %v, want an error naming the file and saying %q", bad, err, msg)
+		}
 	}
 }

@@ -93,6 +93,10 @@ func Resolve(f Flags) (*Config, error) {
 	c.InsecureRegistries = fc.InsecureRegistries
 	c.RegistryMirrors = fc.RegistryMirrors
 	c.LogDriver, c.LogOpts = fc.LogDriver, fc.LogOpts
+	c.BIP, c.AddressPools = fc.BIP, fc.AddressPools
+	if fc.ignored != "" {
+		c.Warnings = append(c.Warnings, fc.ignored)
+	}
 	hosts := f.Hosts
 	if len(hosts) == 0 {
 		hosts = fc.Hosts

@@ -54,6 +54,9 @@ func Run(ctx context.Context, f config.Flags) error {
 	}
 	withSbinPath()
 	log := logging.New(c.LogLevel)
+	for _, w := range c.Warnings { // daemon.json's
+		log.Warn("WARNING: " + w)
+	}
 	log.Info("paths", "socket", c.Socket, "state", c.StateDir, "data", c.DataRoot, "runtime-dir", c.RuntimeDirSource, "config", c.ConfigFile)
 	if err := os.MkdirAll(c.DataRoot, 0o700); err != nil {
 		return fmt.Errorf("data root: %w", err)
@@ -169,7 +172,11 @@ func runEngine(ctx context.Context, c *config.Config, log *slog.Logger) error {
 		}
 		netDriver = d
 	}
-	networks, err := enet.New(ctx, enet.Options{Root: filepath.Join(c.DataRoot, "networks"), Driver: netDriver, Logger: log})
+	netOpts := enet.Options{Root: filepath.Join(c.DataRoot, "networks"), Driver: netDriver, Logger: log}
+	if err := addressPlan(c, &netOpts); err != nil {
+		return err
+	}
+	networks, err := enet.New(ctx, netOpts)
 	if err != nil {
 		return err
 	}

@@ -3,8 +3,10 @@ package daemon
 import (
 	"fmt"
 	"log/slog"
+	"net/netip"
 
 	"github.com/hutch-engine/hutch/config"
+	enet "github.com/hutch-engine/hutch/engine/network"
 	"github.com/hutch-engine/hutch/rootless/preflight"
 )
 
@@ -29,6 +31,26 @@ func chooseNetwork(c *config.Config, items []preflight.Item, log *slog.Logger) e
 		w := "networking disabled: slirp4netns cannot run here, so " + preflight.NoNetworkLimits
 		log.Warn("WARNING: " + w + ". Run `hutch check` for the fix.")
 		c.Warnings = append(c.Warnings, w)
+	}
+	return nil
+}
+
+// addressPlan gives the network manager daemon.json's bip and
+// default-address-pools (config checked them when it read the file).
+func addressPlan(c *config.Config, o *enet.Options) error {
+	if c.BIP != "" {
+		p, err := netip.ParsePrefix(c.BIP)
+		if err != nil {
+			return fmt.Errorf("bip: %w", err)
+		}
+		o.BIP = p
+	}
+	for _, ap := range c.AddressPools {
+		p, err := netip.ParsePrefix(ap.Base)
+		if err != nil {
+			return fmt.Errorf("default-address-pools: %w", err)
+		}
+		o.Pools = append(o.Pools, enet.Pool{Base: p, Size: ap.Size})
 	}
 	return nil
 }

@@ -122,7 +122,7 @@ func (m *Manager) NetworkCreate(ctx context.Context, req network.CreateRequest) 
 			return network.CreateResponse{}, errdefs.ErrPermissionDenied.WithMessage("invalid pool request: Pool overlaps with other one on this address space")
 		}
 	} else {
-		s, err := chooseSubnet(append(used, reserved...))
+		s, err := chooseSubnet(m.pools, append(used, reserved...))
 		if err != nil {
 			return network.CreateResponse{}, err
 		}

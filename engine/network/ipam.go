@@ -7,28 +7,49 @@ import (
 	"github.com/containerd/errdefs"
 )
 
-// defaultPools are where subnets come from when the user gives none, in
-// Docker's order: 172.17-31.0.0/16, then 192.168.0.0/16 cut in /20s.
-func defaultPools() []netip.Prefix {
-	var out []netip.Prefix
-	for b := 17; b <= 31; b++ {
-		out = append(out, netip.PrefixFrom(netip.AddrFrom4([4]byte{172, byte(b), 0, 0}), 16))
-	}
-	for c := 0; c < 256; c += 16 {
-		out = append(out, netip.PrefixFrom(netip.AddrFrom4([4]byte{192, 168, byte(c), 0}), 20))
-	}
-	return out
+// Pool is one of the address pools networks without a subnet take one
+// from (daemon.json's default-address-pools): the subnets of Size bits in
+// Base, in order.
+type Pool struct {
+	Base netip.Prefix
+	Size int
 }
 
-// chooseSubnet returns the first default pool that overlaps none of used.
-// Default routes in used are ignored: everything overlaps them.
-func chooseSubnet(used []netip.Prefix) (netip.Prefix, error) {
-	for _, p := range defaultPools() {
-		if !overlapsAny(p, used) {
-			return p, nil
+// DefaultPools are Docker's: 172.17-31.0.0/16, then 192.168.0.0/16 cut
+// in /20s.
+var DefaultPools = []Pool{
+	{netip.MustParsePrefix("172.17.0.0/16"), 16}, {netip.MustParsePrefix("172.18.0.0/15"), 16},
+	{netip.MustParsePrefix("172.20.0.0/14"), 16}, {netip.MustParsePrefix("172.24.0.0/13"), 16},
+	{netip.MustParsePrefix("192.168.0.0/16"), 20},
+}
+
+// chooseSubnet returns the first subnet of pools that overlaps none of
+// used. Default routes in used are ignored: everything overlaps them.
+func chooseSubnet(pools []Pool, used []netip.Prefix) (netip.Prefix, error) {
+	for _, pl := range pools {
+		base := pl.Base.Masked()
+		if pl.Size < base.Bits() || pl.Size > 32 || !base.Addr().Is4() {
+			continue
+		}
+		step := uint64(1) << (32 - pl.Size)
+		end := v4(base.Addr()) + uint64(1)<<(32-base.Bits())
+		for a := v4(base.Addr()); a < end; a += step {
+			p := netip.PrefixFrom(fromV4(a), pl.Size)
+			if !overlapsAny(p, used) {
+				return p, nil
+			}
 		}
 	}
 	return netip.Prefix{}, fmt.Errorf("could not find an available, non-overlapping IPv4 address pool among the defaults to assign to the network: %w", errdefs.ErrUnavailable)
+}
+
+func v4(a netip.Addr) uint64 {
+	b := a.As4()
+	return uint64(b[0])<<24 | uint64(b[1])<<16 | uint64(b[2])<<8 | uint64(b[3])
+}
+
+func fromV4(v uint64) netip.Addr {
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
 }
 
 func overlapsAny(p netip.Prefix, used []netip.Prefix) bool {
@@ -45,10 +66,7 @@ func firstHost(p netip.Prefix) netip.Addr { return p.Masked().Addr().Next() }
 
 // broadcast is the last address of p.
 func broadcast(p netip.Prefix) netip.Addr {
-	b := p.Masked().Addr().As4()
-	v := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
-	v |= 1<<(32-p.Bits()) - 1
-	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+	return fromV4(v4(p.Masked().Addr()) | (uint64(1)<<(32-p.Bits()) - 1))
 }
 
 // pool hands out the addresses of one network's subnet. Allocation is

@@ -24,15 +24,47 @@ func TestChooseSubnet(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := chooseSubnet(tt.used)
+			got, err := chooseSubnet(DefaultPools, tt.used)
 			if err != nil || got.String() != tt.want {
 				t.Errorf("chooseSubnet = %v, %v; want %s", got, err, tt.want)
 			}
 		})
 	}
 	all := []netip.Prefix{p("172.16.0.0/12"), p("192.168.0.0/16")}
-	if _, err := chooseSubnet(all); !errors.Is(err, errdefs.ErrUnavailable) {
+	if _, err := chooseSubnet(DefaultPools, all); !errors.Is(err, errdefs.ErrUnavailable) {
 		t.Errorf("all pools used: %v", err)
+	}
+	// The defaults, in order: 172.17-31 /16s, then 192.168 /20s.
+	var used []netip.Prefix
+	for range 31 {
+		s, err := chooseSubnet(DefaultPools, used)
+		if err != nil {
+			t.Fatal(err)
+		}
+		used = append(used, s)
+	}
+	if used[0] != p("172.17.0.0/16") || used[14] != p("172.31.0.0/16") || used[15] != p("192.168.0.0/20") || used[30] != p("192.168.240.0/20") {
+		t.Errorf("default pools in order: %v", used)
+	}
+	// default-address-pools: subnets of size bits cut from each base.
+	pools := []Pool{{p("10.10.0.0/16"), 24}, {p("10.20.0.0/30"), 30}}
+	for _, tc := range []struct {
+		used []netip.Prefix
+		want string
+	}{
+		{nil, "10.10.0.0/24"},
+		{[]netip.Prefix{p("10.10.0.0/23")}, "10.10.2.0/24"},
+		{[]netip.Prefix{p("10.10.0.0/16")}, "10.20.0.0/30"},
+		{[]netip.Prefix{p("10.0.0.0/8")}, ""},
+	} {
+		got, err := chooseSubnet(pools, tc.used)
+		if tc.want == "" {
+			if !errors.Is(err, errdefs.ErrUnavailable) {
+				t.Errorf("pools %v, used %v: %v, %v; want unavailable", pools, tc.used, got, err)
+			}
+		} else if err != nil || got.String() != tc.want {
+			t.Errorf("pools %v, used %v: %v, %v; want %s", pools, tc.used, got, err, tc.want)
+		}
 	}
 }
 

@@ -28,6 +28,12 @@ type Options struct {
 	// a namespace with loopback only.
 	Driver Driver
 	Logger *slog.Logger
+	// Pools are where networks without a subnet take one
+	// (default-address-pools); nil is DefaultPools.
+	Pools []Pool
+	// BIP, when valid, is the default bridge's gateway address and subnet
+	// (daemon.json's bip).
+	BIP netip.Prefix
 }
 
 // Manager is the network model: records, address pools, the endpoints
@@ -35,9 +41,11 @@ type Options struct {
 // networks. One mutex guards it all; driver calls made under it are short
 // (netlink messages, a forward added over a unix socket).
 type Manager struct {
-	root string
-	drv  Driver
-	log  *slog.Logger
+	root  string
+	drv   Driver
+	log   *slog.Logger
+	pools []Pool
+	bip   netip.Prefix
 
 	mu        sync.RWMutex
 	nets      map[string]*netState // by ID
@@ -71,9 +79,12 @@ type sandbox struct {
 // New loads the network records under o.Root and creates the predefined
 // networks (bridge, host, none) on the first start.
 func New(ctx context.Context, o Options) (*Manager, error) {
-	m := &Manager{root: o.Root, drv: o.Driver, log: o.Logger, nets: map[string]*netState{}, sandboxes: map[string]*sandbox{}}
+	m := &Manager{root: o.Root, drv: o.Driver, log: o.Logger, pools: o.Pools, bip: o.BIP, nets: map[string]*netState{}, sandboxes: map[string]*sandbox{}}
 	if m.log == nil {
 		m.log = slog.Default()
+	}
+	if m.pools == nil {
+		m.pools = DefaultPools
 	}
 	recs, skipped, err := load(o.Root)
 	if err != nil {
@@ -84,6 +95,9 @@ func New(ctx context.Context, o Options) (*Manager, error) {
 	}
 	for _, n := range recs {
 		m.add(n)
+	}
+	if err := m.moveBridge(ctx); err != nil {
+		return nil, err
 	}
 	if err := m.ensurePredefined(ctx); err != nil {
 		return nil, err
@@ -101,8 +115,8 @@ func (m *Manager) add(n *Network) *netState {
 }
 
 // ensurePredefined makes the bridge, host and none networks unless they
-// exist. The default bridge takes 172.17.0.0/16 unless the host routes
-// it elsewhere.
+// exist. The default bridge takes bip, or the first subnet of the pools
+// the host's routes leave free (172.17.0.0/16 by default).
 func (m *Manager) ensurePredefined(ctx context.Context) error {
 	for _, name := range []string{BridgeName, HostName, NoneName} {
 		if m.byName(name) != nil {
@@ -111,15 +125,11 @@ func (m *Manager) ensurePredefined(ctx context.Context) error {
 		n := &Network{ID: newID(), Name: name, Created: time.Now().UTC()}
 		switch name {
 		case BridgeName:
-			reserved, err := m.reserved(ctx)
+			subnet, gw, err := m.bridgePlace(ctx, nil)
 			if err != nil {
 				return err
 			}
-			subnet, err := chooseSubnet(reserved)
-			if err != nil {
-				return err
-			}
-			n.Driver, n.Subnet, n.Gateway, n.Bridge = driverBridge, subnet, firstHost(subnet), DefaultBridge
+			n.Driver, n.Subnet, n.Gateway, n.Bridge = driverBridge, subnet, gw, DefaultBridge
 			n.Options = map[string]string{
 				"com.docker.network.bridge.default_bridge":       "true",
 				"com.docker.network.bridge.enable_icc":           "true",
