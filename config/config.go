@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -57,6 +58,11 @@ type Config struct {
 	// AddressPools is daemon.json's "default-address-pools": where
 	// networks without a subnet get one (Docker's defaults when empty).
 	AddressPools []AddressPool `json:"address_pools,omitempty"`
+	// DNS, DNSSearch and DNSOpts are daemon.json's dns, dns-search and
+	// dns-opts: each is what a container that gives none of its own gets.
+	DNS       []string `json:"dns,omitempty"`
+	DNSSearch []string `json:"dns_search,omitempty"`
+	DNSOpts   []string `json:"dns_opts,omitempty"`
 	// Warnings found on the host (preflight), shown in /info.
 	Warnings []string `json:"warnings,omitempty"`
 }
@@ -78,6 +84,9 @@ type fileConfig struct {
 	TLSCACert          string            `json:"tlscacert"`
 	BIP                string            `json:"bip"`
 	AddressPools       []AddressPool     `json:"default-address-pools"`
+	DNS                []string          `json:"dns"`
+	DNSSearch          []string          `json:"dns-search"`
+	DNSOpts            []string          `json:"dns-opts"`
 	// ignored is the warning about the settings hutch does not read.
 	ignored string
 }
@@ -125,6 +134,11 @@ func loadFile(path string) (*fileConfig, bool, error) {
 	if fc.BIP != "" {
 		if err := checkBIP(fc.BIP); err != nil {
 			return nil, false, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	for _, a := range fc.DNS {
+		if _, err := netip.ParseAddr(a); err != nil {
+			return nil, false, fmt.Errorf("%s: dns: %q is not an IP address", path, a)
 		}
 	}
 	if err := checkPools(fc.AddressPools); err != nil {

@@ -94,6 +94,7 @@ func Resolve(f Flags) (*Config, error) {
 	c.RegistryMirrors = fc.RegistryMirrors
 	c.LogDriver, c.LogOpts = fc.LogDriver, fc.LogOpts
 	c.BIP, c.AddressPools = fc.BIP, fc.AddressPools
+	c.DNS, c.DNSSearch, c.DNSOpts = fc.DNS, fc.DNSSearch, fc.DNSOpts
 	if fc.ignored != "" {
 		c.Warnings = append(c.Warnings, fc.ignored)
 	}

@@ -176,6 +176,11 @@ func runEngine(ctx context.Context, c *config.Config, log *slog.Logger) error {
 	if err := addressPlan(c, &netOpts); err != nil {
 		return err
 	}
+	dns, err := dnsDefaults(c)
+	if err != nil {
+		return err
+	}
+	netOpts.DNS = dns.Servers
 	networks, err := enet.New(ctx, netOpts)
 	if err != nil {
 		return err
@@ -198,6 +203,7 @@ func runEngine(ctx context.Context, c *config.Config, log *slog.Logger) error {
 		MinAPIVersion: apiserver.MinAPIVersion,
 		Logger:        log,
 		LogConfig:     containertypes.LogConfig{Type: c.LogDriver, Config: c.LogOpts},
+		DNS:           dns,
 	})
 	if err != nil {
 		return err

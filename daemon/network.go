@@ -6,6 +6,7 @@ import (
 	"net/netip"
 
 	"github.com/hutch-engine/hutch/config"
+	"github.com/hutch-engine/hutch/engine"
 	enet "github.com/hutch-engine/hutch/engine/network"
 	"github.com/hutch-engine/hutch/rootless/preflight"
 )
@@ -53,4 +54,18 @@ func addressPlan(c *config.Config, o *enet.Options) error {
 		o.Pools = append(o.Pools, enet.Pool{Base: p, Size: ap.Size})
 	}
 	return nil
+}
+
+// dnsDefaults is daemon.json's dns, dns-search and dns-opts (config
+// checked the addresses when it read the file).
+func dnsDefaults(c *config.Config) (engine.DNSConfig, error) {
+	d := engine.DNSConfig{Search: c.DNSSearch, Options: c.DNSOpts}
+	for _, s := range c.DNS {
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			return d, fmt.Errorf("dns: %w", err)
+		}
+		d.Servers = append(d.Servers, a)
+	}
+	return d, nil
 }

@@ -62,6 +62,10 @@ type Options struct {
 	// LogConfig is the log driver and options of containers that name
 	// none (daemon.json's log-driver and log-opts; json-file when empty).
 	LogConfig containertypes.LogConfig
+	// DNS is what a container that gives none of its own servers, search
+	// domains or options gets, each apart (daemon.json's dns, dns-search
+	// and dns-opts).
+	DNS DNSConfig
 }
 
 // Engine is the daemon's domain service.

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -51,7 +52,7 @@ func (e *Engine) writeEtcFiles(c *container.Container, att NetAttachment, links 
 	var hosts strings.Builder
 	hosts.WriteString("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n")
 	hosts.WriteString("fe00::0\tip6-localnet\nff00::0\tip6-mcastprefix\nff02::1\tip6-allnodes\nff02::2\tip6-allrouters\n")
-	resolv := containerResolvConf(hostResolvConf(), c.HostConfig, att.DNS)
+	resolv := containerResolvConf(hostResolvConf(), e.containerDNS(c.HostConfig), att.DNS)
 	switch hostsFile, resolvFile, shared := att.sharedEtc(); {
 	case shared:
 		// --network container:<id> sees what that container sees.
@@ -120,21 +121,45 @@ func (e *Engine) etcDir(c *container.Container) string {
 	return e.containers.Dir(c.ID)
 }
 
+// DNSConfig is a container's own resolver settings: --dns, --dns-search
+// and --dns-option.
+type DNSConfig struct {
+	Servers         []netip.Addr
+	Search, Options []string
+}
+
+// containerDNS is hc's resolver settings, each that it leaves empty the
+// daemon's (daemon.json's dns, dns-search, dns-opts), as Docker's
+// buildSandboxOptions.
+func (e *Engine) containerDNS(hc *containertypes.HostConfig) DNSConfig {
+	own, def := DNSConfig{hc.DNS, hc.DNSSearch, hc.DNSOptions}, e.opts.DNS
+	if len(own.Servers) == 0 {
+		own.Servers = def.Servers
+	}
+	if len(own.Search) == 0 {
+		own.Search = def.Search
+	}
+	if len(own.Options) == 0 {
+		own.Options = def.Options
+	}
+	return own
+}
+
 // containerResolvConf is the resolv.conf of a container with its own
-// network namespace, whose network gives it d; host is the host's
-// (hostResolvConf).
-func containerResolvConf(host string, hc *containertypes.HostConfig, d DNS) string {
+// network namespace and the resolver settings own (containerDNS), whose
+// network gives it d; host is the host's (hostResolvConf).
+func containerResolvConf(host string, own DNSConfig, d DNS) string {
 	switch {
-	case len(hc.DNS) > 0 && !d.EmbeddedDNS:
+	case len(own.Servers) > 0 && !d.EmbeddedDNS:
 		// --dns replaces the resolver, except on user networks where the
 		// embedded server answers the containers' names.
 		var servers []string
-		for _, a := range hc.DNS {
+		for _, a := range own.Servers {
 			servers = append(servers, a.String())
 		}
-		return resolvConf(servers, hc.DNSSearch, hc.DNSOptions)
+		return resolvConf(servers, own.Search, own.Options)
 	case len(d.Nameservers) > 0:
-		return resolvConf(d.Nameservers, hc.DNSSearch, slices.Concat(d.DNSOptions, hc.DNSOptions))
+		return resolvConf(d.Nameservers, own.Search, slices.Concat(d.DNSOptions, own.Options))
 	}
 	return host
 }

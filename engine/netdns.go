@@ -74,7 +74,8 @@ func (e *Engine) reEtc(ctx context.Context, c *container.Container, change func(
 // made of c's to what after makes.
 func (e *Engine) reResolvConf(c *container.Container, targets []*container.Container, before, after DNS) {
 	host := hostResolvConf()
-	old, cur := containerResolvConf(host, c.HostConfig, before), containerResolvConf(host, c.HostConfig, after)
+	own := e.containerDNS(c.HostConfig)
+	old, cur := containerResolvConf(host, own, before), containerResolvConf(host, own, after)
 	for _, t := range targets {
 		if userMounted(t, "/etc/resolv.conf") {
 			continue

@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 
@@ -66,10 +67,38 @@ func TestContainerResolvConf(t *testing.T) {
 		{"user network with --dns", withDNS, embedded, "nameserver 172.18.0.1\nsearch example.org\noptions ndots:0 timeout:2\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := containerResolvConf(host, tc.hc, tc.d); got != tc.want {
+			e := &Engine{}
+			if got := containerResolvConf(host, e.containerDNS(tc.hc), tc.d); got != tc.want {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// daemon.json's dns, dns-search and dns-opts stand in for each of a
+// container's own that it leaves empty, as Docker's.
+func TestContainerDNSDefaults(t *testing.T) {
+	a := netip.MustParseAddr
+	e := &Engine{opts: Options{DNS: DNSConfig{Servers: []netip.Addr{a("192.0.2.53")}, Search: []string{"corp"}, Options: []string{"ndots:2"}}}}
+	for _, tc := range []struct {
+		name string
+		hc   *containertypes.HostConfig
+		want DNSConfig
+	}{
+		{"none of its own", &containertypes.HostConfig{}, e.opts.DNS},
+		{"its servers", &containertypes.HostConfig{DNS: []netip.Addr{a("9.9.9.9")}},
+			DNSConfig{Servers: []netip.Addr{a("9.9.9.9")}, Search: []string{"corp"}, Options: []string{"ndots:2"}}},
+		{"its search and options", &containertypes.HostConfig{DNSSearch: []string{"x"}, DNSOptions: []string{"rotate"}},
+			DNSConfig{Servers: e.opts.DNS.Servers, Search: []string{"x"}, Options: []string{"rotate"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := e.containerDNS(tc.hc); !slices.Equal(got.Servers, tc.want.Servers) || !slices.Equal(got.Search, tc.want.Search) || !slices.Equal(got.Options, tc.want.Options) {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+	if got := containerResolvConf("", e.containerDNS(&containertypes.HostConfig{}), DNS{Nameservers: []string{"10.0.2.3"}}); got != "nameserver 192.0.2.53\nsearch corp\noptions ndots:2\n" {
+		t.Errorf("default bridge with the daemon's dns: %q", got)
 	}
 }
 

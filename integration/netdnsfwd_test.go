@@ -3,6 +3,8 @@
 package integration
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -110,4 +112,48 @@ func waitLogs(t *testing.T, d *daemon, c, line string, n int) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Fatalf("%s did not log %q %d times:\n%s", c, line, n, logsOf(t, d, c))
+}
+
+// daemon.json's dns, dns-search and dns-opts are what containers that
+// give none of their own get, each apart, as Docker's: the default
+// bridge's resolv.conf names the servers, and the embedded DNS server of
+// a user network forwards to them. The network is internal, so that a
+// query the server did not forward there would fail rather than leave
+// the machine.
+func TestDaemonDNSDefaults(t *testing.T) {
+	bin := dnsdBinary(t)
+	conf := filepath.Join(t.TempDir(), "daemon.json")
+	if err := os.WriteFile(conf, []byte(`{"dns": ["10.214.0.53"], "dns-search": ["corp.test"], "dns-opts": ["ndots:2"]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d, ref := pulled(t, "--config-file", conf)
+	cat := func(args ...string) string {
+		return dockerOK(t, d, append(append([]string{"run", "--rm"}, args...), ref, "cat", "/etc/resolv.conf")...)
+	}
+	if got := cat(); got != "nameserver 10.214.0.53\nsearch corp.test\noptions ndots:2" {
+		t.Errorf("default bridge with the daemon's dns: %q", got)
+	}
+	if got := cat("--dns-search", "own.test"); got != "nameserver 10.214.0.53\nsearch own.test\noptions ndots:2" {
+		t.Errorf("--dns-search beside the daemon's dns: %q", got)
+	}
+	if got := cat("--dns", "10.214.0.54"); got != "nameserver 10.214.0.54\nsearch corp.test\noptions ndots:2" {
+		t.Errorf("--dns beside the daemon's dns-search: %q", got)
+	}
+
+	dockerOK(t, d, "network", "create", "--internal", "--subnet", "10.214.0.0/24", "ifwd")
+	dockerOK(t, d, "run", "-d", "--stop-timeout", "1", "--name", "ns1", "--network", "ifwd", "--ip", "10.214.0.53", "-v", bin+":/dnsd:ro", ref, "/dnsd", "hello.hutch.test=10.9.8.7")
+	waitLogs(t, d, "ns1", "ready", 1)
+	var out string
+	for range 20 {
+		out, _ = d.Docker(t, "run", "--rm", "--network", "ifwd", ref, "nslookup", "hello.hutch.test.")
+		if strings.Contains(out, "Address: 10.9.8.7") {
+			break
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	if !strings.Contains(out, "Address: 10.9.8.7") {
+		t.Errorf("a container without --dns on a user network does not reach the daemon's dns:\n%s\n--- ns1 ---\n%s", out, logsOf(t, d, "ns1"))
+	}
+	dockerOK(t, d, "rm", "-f", "ns1")
+	dockerOK(t, d, "network", "rm", "ifwd")
 }

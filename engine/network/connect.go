@@ -107,7 +107,7 @@ func (m *Manager) Restore(ctx context.Context, running []*container.Container) (
 			continue
 		}
 		keep[c.ID] = true
-		sb := &sandbox{id: c.ID, path: ns.SandboxKey, key: ns.SandboxID, dns: slices.Clone(c.HostConfig.DNS)}
+		sb := &sandbox{id: c.ID, path: ns.SandboxKey, key: ns.SandboxID, dns: m.containerDNS(c)}
 		m.sandboxes[c.ID] = sb
 		names := make([]string, 0, len(ns.Networks))
 		for name := range ns.Networks {

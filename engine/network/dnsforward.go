@@ -4,10 +4,13 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/hutch-engine/hutch/engine/container"
 )
 
 // Names the embedded DNS server does not know go to the asking
@@ -156,4 +159,13 @@ func (m *Manager) embeddedAddr(a netip.Addr) bool {
 		}
 	}
 	return false
+}
+
+// containerDNS are the servers c's queries are forwarded to: its --dns,
+// else the daemon's (Options.DNS).
+func (m *Manager) containerDNS(c *container.Container) []netip.Addr {
+	if len(c.HostConfig.DNS) > 0 {
+		return slices.Clone(c.HostConfig.DNS)
+	}
+	return slices.Clone(m.dns)
 }

@@ -34,6 +34,9 @@ type Options struct {
 	// BIP, when valid, is the default bridge's gateway address and subnet
 	// (daemon.json's bip).
 	BIP netip.Prefix
+	// DNS are the servers of containers without --dns (daemon.json's
+	// dns): the embedded DNS servers forward their queries there.
+	DNS []netip.Addr
 }
 
 // Manager is the network model: records, address pools, the endpoints
@@ -46,6 +49,7 @@ type Manager struct {
 	log   *slog.Logger
 	pools []Pool
 	bip   netip.Prefix
+	dns   []netip.Addr
 
 	mu        sync.RWMutex
 	nets      map[string]*netState // by ID
@@ -79,7 +83,7 @@ type sandbox struct {
 // New loads the network records under o.Root and creates the predefined
 // networks (bridge, host, none) on the first start.
 func New(ctx context.Context, o Options) (*Manager, error) {
-	m := &Manager{root: o.Root, drv: o.Driver, log: o.Logger, pools: o.Pools, bip: o.BIP, nets: map[string]*netState{}, sandboxes: map[string]*sandbox{}}
+	m := &Manager{root: o.Root, drv: o.Driver, log: o.Logger, pools: o.Pools, bip: o.BIP, dns: o.DNS, nets: map[string]*netState{}, sandboxes: map[string]*sandbox{}}
 	if m.log == nil {
 		m.log = slog.Default()
 	}
@@ -342,7 +346,7 @@ func (m *Manager) reserveAll(ctx context.Context, c *container.Container) (*sand
 	if err != nil {
 		return nil, nil, err
 	}
-	sb := &sandbox{id: c.ID, key: newID(), dns: slices.Clone(c.HostConfig.DNS)}
+	sb := &sandbox{id: c.ID, key: newID(), dns: m.containerDNS(c)}
 	m.sandboxes[c.ID] = sb
 	var plugs []plannedPlug
 	gateway := true
