@@ -139,6 +139,7 @@ func TestAddressPlan(t *testing.T) {
 		`{"default-address-pools": [{"base": "10.124.0.0/16", "size": 8}]}`:  "the size must be between 16 (the base's) and 30",
 		`{"default-address-pools": [{"base": "10.124.0.1/16", "size": 24}]}`: "is not a network address: want 10.124.0.0/16",
 		`{"default-address-pools": [{"base": "nonsense", "size": 24}]}`:      "base \"nonsense\"",
+		`{"dns": ["192.0.2.1", "nope"]}`:                                     "dns: \"nope\" is not an IP address",
 	} {
 		os.WriteFile(cfgFile, []byte(bad), 0o600)
 		if _, err := Resolve(Flags{ConfigFile: cfgFile}); err == nil || !strings.Contains(err.Error(), msg) || !strings.Contains(err.Error(), cfgFile) {
