@@ -5,15 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	eventtypes "github.com/moby/moby/api/types/events"
 	"io"
 	"maps"
-	"math"
 	"net/url"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
+
+	eventtypes "github.com/moby/moby/api/types/events"
 
 	"github.com/containerd/errdefs"
 	"github.com/hutch-engine/hutch/engine/container"
@@ -243,29 +242,17 @@ func tailLines(v string) int {
 // fraction, so that stamps line up (RFC3339Nano drops trailing zeros).
 const rfc3339NanoFixed = "2006-01-02T15:04:05.000000000Z07:00"
 
-// parseTime reads Docker's since/until values; "" and "0" mean unset.
+// parseTime reads Docker's since/until values ("" and "0" mean unset)
+// as container.ParseTimestamp, with the logs' message for a bad one.
 func parseTime(v string, now time.Time, name string) (time.Time, error) {
 	if v == "" || v == "0" {
 		return time.Time{}, nil
 	}
-	if d, err := time.ParseDuration(v); err == nil {
-		return now.Add(-d), nil
+	t, err := container.ParseTimestamp(v, now)
+	if err != nil {
+		return time.Time{}, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid value for %q: %q", name, v))
 	}
-	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
-		return t, nil
-	}
-	sec, frac, _ := strings.Cut(v, ".")
-	s, err := strconv.ParseInt(sec, 10, 64)
-	if err == nil && frac != "" {
-		var f float64
-		if f, err = strconv.ParseFloat("0."+frac, 64); err == nil {
-			return time.Unix(s, int64(math.Round(f*1e9))), nil
-		}
-	}
-	if err == nil {
-		return time.Unix(s, 0), nil
-	}
-	return time.Time{}, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid value for %q: %q", name, v))
+	return t, nil
 }
 
 // ContainerResize sets the tty size of a running container.

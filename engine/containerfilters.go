@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/containerd/errdefs"
 	"github.com/hutch-engine/hutch/engine/container"
 	containertypes "github.com/moby/moby/api/types/container"
 	eventtypes "github.com/moby/moby/api/types/events"
@@ -63,13 +62,9 @@ func (e *Engine) ContainerPrune(ctx context.Context, filters string) (containert
 	if err != nil {
 		return containertypes.PruneReport{}, err
 	}
-	var until time.Time
-	if vs := sortedValues(f, "until"); len(vs) > 1 {
-		return containertypes.PruneReport{}, errdefs.ErrInvalidArgument.WithMessage("more than one until filter specified")
-	} else if len(vs) == 1 {
-		if until, err = parseTimestamp(vs[0], time.Now()); err != nil {
-			return containertypes.PruneReport{}, err
-		}
+	until, err := container.PruneUntil(f, time.Now())
+	if err != nil {
+		return containertypes.PruneReport{}, err
 	}
 	list, err := e.containers.List(ctx, container.ListOptions{All: true})
 	if err != nil {

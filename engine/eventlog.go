@@ -36,12 +36,12 @@ func (e *Engine) Events(ctx context.Context, req EventsRequest, begin func(), se
 	now := time.Now()
 	var since, until time.Time
 	if req.Since != "" {
-		if since, err = parseTimestamp(req.Since, now); err != nil {
+		if since, err = container.ParseTimestamp(req.Since, now); err != nil {
 			return err
 		}
 	}
 	if req.Until != "" {
-		if until, err = parseTimestamp(req.Until, now); err != nil {
+		if until, err = container.ParseTimestamp(req.Until, now); err != nil {
 			return err
 		}
 		if !since.IsZero() && since.After(until) {

@@ -3,9 +3,10 @@ package engine
 import (
 	"context"
 	"fmt"
-	eventtypes "github.com/moby/moby/api/types/events"
 	"strings"
 	"time"
+
+	eventtypes "github.com/moby/moby/api/types/events"
 
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
@@ -63,13 +64,9 @@ func (e *Engine) ImagePrune(ctx context.Context, filters string) (image.PruneRep
 	if err != nil {
 		return image.PruneReport{}, err
 	}
-	var until time.Time
-	if vs := sortedValues(f, "until"); len(vs) > 1 {
-		return image.PruneReport{}, errdefs.ErrInvalidArgument.WithMessage("more than one until filter specified")
-	} else if len(vs) == 1 {
-		if until, err = parseTimestamp(vs[0], time.Now()); err != nil {
-			return image.PruneReport{}, err
-		}
+	until, err := container.PruneUntil(f, time.Now())
+	if err != nil {
+		return image.PruneReport{}, err
 	}
 	defer e.quiesceRootfs()()
 	d, err := e.newImageDeleter(ctx)

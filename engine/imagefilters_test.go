@@ -46,32 +46,6 @@ func TestParseImageFilters(t *testing.T) {
 	}
 }
 
-func TestParseTimestamp(t *testing.T) {
-	now := time.Date(2024, 6, 1, 12, 0, 0, 0, time.UTC)
-	tests := []struct {
-		in   string
-		want time.Time
-	}{
-		{"10m", now.Add(-10 * time.Minute)},
-		{"1700000000", time.Unix(1700000000, 0)},
-		{"1700000000.5", time.Unix(1700000000, 500000000)},
-		{"2024-01-02T03:04:05Z", time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)},
-		{"2024-01-02T03:04:05+02:00", time.Date(2024, 1, 2, 1, 4, 5, 0, time.UTC)},
-		{"2024-01-02", time.Date(2024, 1, 2, 0, 0, 0, 0, time.Local)},
-	}
-	for _, tc := range tests {
-		got, err := parseTimestamp(tc.in, now)
-		if err != nil || !got.Equal(tc.want) {
-			t.Errorf("parseTimestamp(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
-		}
-	}
-	for _, bad := range []string{"", "yesterday", "12:00", "1.2.3", "-", "99999999999999999999"} {
-		if _, err := parseTimestamp(bad, now); !errdefs.IsInvalidArgument(err) {
-			t.Errorf("parseTimestamp(%q) = %v, want invalid argument", bad, err)
-		}
-	}
-}
-
 func TestMatchingRefs(t *testing.T) {
 	refs := []string{busyTag, busyDig, "127.0.0.1:5000/team/app:v1", otherTag}
 	tests := []struct {
@@ -146,7 +120,7 @@ func FuzzImageFilters(f *testing.F) {
 				t.Fatal(err)
 			}
 			for _, v := range sortedValues(fl, "until") {
-				if _, err := parseTimestamp(v, now); err != nil && !errdefs.IsInvalidArgument(err) {
+				if _, err := container.ParseTimestamp(v, now); err != nil && !errdefs.IsInvalidArgument(err) {
 					t.Fatal(err)
 				}
 			}
@@ -164,7 +138,7 @@ func FuzzParseTimestamp(f *testing.F) {
 	}
 	now := time.Unix(1700000000, 0)
 	f.Fuzz(func(t *testing.T, v string) {
-		ts, err := parseTimestamp(v, now)
+		ts, err := container.ParseTimestamp(v, now)
 		if err != nil {
 			if !errdefs.IsInvalidArgument(err) {
 				t.Fatalf("error of another class: %v", err)

@@ -158,7 +158,7 @@ func (e *Engine) createdBounds(ctx context.Context, store ImageStore, f containe
 		}
 	}
 	for _, v := range sortedValues(f, "until") {
-		ts, err := parseTimestamp(v, time.Now())
+		ts, err := container.ParseTimestamp(v, time.Now())
 		if err != nil {
 			return before, since, err
 		}

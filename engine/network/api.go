@@ -6,7 +6,6 @@ import (
 	"maps"
 	"net/netip"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -274,14 +273,9 @@ func (m *Manager) NetworkPrune(ctx context.Context, filters string) (network.Pru
 	if err != nil {
 		return network.PruneReport{}, err
 	}
-	var until time.Time
-	if vs := f.Values("until"); len(vs) > 0 {
-		if len(vs) > 1 {
-			return network.PruneReport{}, errdefs.ErrInvalidArgument.WithMessage("more than one until filter specified")
-		}
-		if until, err = parseUntil(vs[0], time.Now()); err != nil {
-			return network.PruneReport{}, err
-		}
+	until, err := container.PruneUntil(f, time.Now())
+	if err != nil {
+		return network.PruneReport{}, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -305,21 +299,4 @@ func (m *Manager) NetworkPrune(ctx context.Context, filters string) (network.Pru
 		rep.NetworksDeleted = append(rep.NetworksDeleted, n.Name)
 	}
 	return rep, nil
-}
-
-// parseUntil reads prune's until: a duration before now ("24h"), Unix
-// seconds, or an RFC 3339 time.
-func parseUntil(s string, now time.Time) (time.Time, error) {
-	if d, err := time.ParseDuration(s); err == nil {
-		return now.Add(-d), nil
-	}
-	if secs, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return time.Unix(secs, 0), nil
-	}
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02"} {
-		if t, err := time.Parse(layout, s); err == nil {
-			return t, nil
-		}
-	}
-	return time.Time{}, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid until filter: %q", s))
 }

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/network"
@@ -166,22 +165,5 @@ func TestNetworkListFilters(t *testing.T) {
 	}
 	if _, err := m.NetworkPrune(ctx, `{"name":{"x":true}}`); !errors.Is(err, errdefs.ErrInvalidArgument) {
 		t.Errorf("prune with a list filter: %v", err)
-	}
-}
-
-func TestParseUntil(t *testing.T) {
-	now := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
-	for in, want := range map[string]time.Time{
-		"1h":                   now.Add(-time.Hour),
-		"1700000000":           time.Unix(1700000000, 0),
-		"2024-05-06T07:08:09Z": time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC),
-		"2024-05-06":           time.Date(2024, 5, 6, 0, 0, 0, 0, time.UTC),
-	} {
-		if got, err := parseUntil(in, now); err != nil || !got.Equal(want) {
-			t.Errorf("parseUntil(%q) = %v, %v; want %v", in, got, err, want)
-		}
-	}
-	if _, err := parseUntil("yesterday", now); !errors.Is(err, errdefs.ErrInvalidArgument) {
-		t.Errorf("bad until: %v", err)
 	}
 }
