@@ -95,7 +95,7 @@ func TestBadInputNetworks(t *testing.T) {
 		// POST /networks/prune
 		{"prune bad filters JSON", "POST", "/networks/prune?filters=" + q(`{bad`), "", 400, "invalid filter"},
 		{"prune unknown filter", "POST", "/networks/prune?filters=" + q(`{"name":{"good":true}}`), "", 400, "invalid filter 'name'"},
-		{"prune bad until", "POST", "/networks/prune?filters=" + q(`{"until":{"yesterday-ish":true}}`), "", 400, "invalid until filter"},
+		{"prune bad until", "POST", "/networks/prune?filters=" + q(`{"until":{"yesterday-ish":true}}`), "", 400, `failed to parse value as time or duration: "yesterday-ish"`},
 
 		// The network part of POST /containers/create
 		{"create container on unknown network", "POST", "/containers/create", `{"Image":"` + ref + `","HostConfig":{"NetworkMode":"nosuch"}}`, 404, "network nosuch not found"},

@@ -12,10 +12,11 @@ import (
 // ParseTimestamp reads the time of an "until" filter as Docker does: a Go
 // duration before now ("24h", "10m"), Unix seconds with an optional
 // fraction ("1700000000.5"), an RFC 3339 time, or a date and time without
-// zone (local time), down to a bare date ("2024-01-31").
+// zone (local time), down to a bare date ("2024-01-31"). A bad one gets
+// the words of Docker's timestamp package.
 func ParseTimestamp(v string, now time.Time) (time.Time, error) {
 	if v == "" {
-		return time.Time{}, errdefs.ErrInvalidArgument.WithMessage("invalid timestamp: empty")
+		return time.Time{}, errdefs.ErrInvalidArgument.WithMessage("failed to parse value as time or duration: value is empty")
 	}
 	if d, err := time.ParseDuration(v); err == nil {
 		return now.Add(-d), nil
@@ -41,7 +42,7 @@ func ParseTimestamp(v string, now time.Time) (time.Time, error) {
 			return t, nil
 		}
 	}
-	return time.Time{}, errdefs.ErrInvalidArgument.WithMessage("invalid timestamp: " + strconv.Quote(v))
+	return time.Time{}, errdefs.ErrInvalidArgument.WithMessage("failed to parse value as time or duration: " + strconv.Quote(v))
 }
 
 func isDigits(s string) bool {
