@@ -14,12 +14,12 @@ import (
 )
 
 // Names the embedded DNS server does not know go to the asking
-// container's own servers, its --dns (HostConfig.Dns), as Docker's
-// resolver forwards them to a container's external servers
-// (libnetwork's Resolver.forwardExtDNS); a container without --dns has
-// them forwarded to the default bridge's resolver (slirp4netns's, which
-// asks the host's), where Docker asks the host's servers itself. As
-// Docker does:
+// container's own servers, its --dns (HostConfig.Dns) or else the
+// daemon's (daemon.json's dns, containerDNS), as Docker's resolver
+// forwards them to a container's external servers (libnetwork's
+// Resolver.forwardExtDNS); a container with neither has them forwarded to
+// the default bridge's resolver (slirp4netns's, which asks the host's),
+// where Docker asks the host's servers itself. As Docker does:
 //
 //   - the first maxExtDNS servers are asked, in order (the container's
 //     resolv.conf on a user network names the embedded server only);
@@ -125,11 +125,12 @@ func reply(q *dns.Msg, rcode int) *dns.Msg {
 	return new(dns.Msg).SetRcode(q, rcode)
 }
 
-// extDNS returns the --dns servers of the container at address client on
-// network netID (at most maxExtDNS of them, the embedded servers' own
-// addresses left out) and the path of its network namespace; own is
-// false when no container with --dns is there. A container whose --dns
-// are all left out has none to ask (Docker's then answers SERVFAIL).
+// extDNS returns the servers of the container at address client on
+// network netID (its sandbox's: --dns or the daemon's; at most maxExtDNS
+// of them, the embedded servers' own addresses left out) and the path of
+// its network namespace; own is false when no container with servers is
+// there. A container whose servers are all left out has none to ask
+// (Docker's then answers SERVFAIL).
 func (m *Manager) extDNS(netID string, client netip.Addr) (servers []netip.Addr, nsPath string, own bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()

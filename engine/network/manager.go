@@ -75,8 +75,9 @@ type sandbox struct {
 	order    []string
 	forwards []Forward
 	nextIf   int
-	// dns are the container's --dns servers, which its queries to the
-	// embedded DNS servers are forwarded to (dnsforward.go).
+	// dns are the servers the container's queries to the embedded DNS
+	// servers are forwarded to: its --dns, else the daemon's
+	// (containerDNS, dnsforward.go).
 	dns []netip.Addr
 }
 
