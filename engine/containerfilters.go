@@ -50,15 +50,12 @@ func withDescendants(ids map[string]bool, imgs []Image) map[string]bool {
 	return ids
 }
 
-// containerPruneFilters are the keys docker container prune takes.
-var containerPruneFilters = map[string]bool{"label": true, "label!": true, "until": true}
-
 // ContainerPrune removes the containers that do not run (created,
 // exited, dead) and match the filters: "until" (created before it),
 // "label" (every one holds) and "label!" (not all of them hold), as
 // Docker's; any other key is an invalid filter.
 func (e *Engine) ContainerPrune(ctx context.Context, filters string) (containertypes.PruneReport, error) {
-	f, err := container.ParseFiltersOf(filters, containerPruneFilters)
+	f, err := container.ParseFiltersOf(filters, container.PruneKeys)
 	if err != nil {
 		return containertypes.PruneReport{}, err
 	}

@@ -21,33 +21,25 @@ func TestRestartPolicies(t *testing.T) {
 	env, rt, _ := daemonEnv(t)
 	sock := filepath.Join(rt, "hutch.sock")
 	d := startDaemonEnv(t, env, sock)
-	must := func(args ...string) string {
-		t.Helper()
-		out, err := d.Docker(t, args...)
-		if err != nil {
-			t.Fatalf("docker %v: %v\n%s\n--- daemon log ---\n%s", args, err, out, d.Log())
-		}
-		return strings.TrimSpace(out)
-	}
 	state := func(name string) string {
 		out, _ := d.Docker(t, "inspect", "--format", "{{.State.Status}} {{.RestartCount}} {{.State.ExitCode}}", name)
 		return strings.TrimSpace(out)
 	}
-	must("pull", "-q", ref)
+	dockerOK(t, d, "pull", "-q", ref)
 
-	must("run", "-d", "--name", "onfail", "--restart", "on-failure:2", ref, "sh", "-c", "exit 5")
+	dockerOK(t, d, "run", "-d", "--name", "onfail", "--restart", "on-failure:2", ref, "sh", "-c", "exit 5")
 	waitFor(t, func() bool { return state("onfail") == "exited 2 5" })
-	if got := must("inspect", "--format", "{{.State.Restarting}} {{.State.Running}}", "onfail"); got != "false false" {
+	if got := dockerOK(t, d, "inspect", "--format", "{{.State.Restarting}} {{.State.Running}}", "onfail"); got != "false false" {
 		t.Errorf("on-failure:2 after its restarts: Restarting Running = %q", got)
 	}
 	// A success is not a failure: no restart.
-	must("run", "-d", "--name", "onok", "--restart", "on-failure", ref, "true")
+	dockerOK(t, d, "run", "-d", "--name", "onok", "--restart", "on-failure", ref, "true")
 	waitFor(t, func() bool { return strings.HasPrefix(state("onok"), "exited") })
 	if got := state("onok"); got != "exited 0 0" {
 		t.Errorf("on-failure after exit 0: %q, want no restart", got)
 	}
 
-	must("run", "-d", "--name", "always", "--restart", "always", ref, "sh", "-c", "sleep 0.3")
+	dockerOK(t, d, "run", "-d", "--name", "always", "--restart", "always", ref, "sh", "-c", "sleep 0.3")
 	waitFor(t, func() bool {
 		f := strings.Fields(state("always"))
 		n := 0
@@ -56,21 +48,21 @@ func TestRestartPolicies(t *testing.T) {
 		}
 		return n >= 2
 	})
-	must("stop", "always")
+	dockerOK(t, d, "stop", "always")
 	waitFor(t, func() bool { return strings.HasPrefix(state("always"), "exited ") })
 	count := strings.Fields(state("always"))[1]
-	must("start", "always")
+	dockerOK(t, d, "start", "always")
 	if f := strings.Fields(state("always")); f[0] != "running" || f[1] != "0" {
 		t.Errorf("always after a manual start (count was %s): %v, want running with the count reset", count, f)
 	}
-	must("stop", "always")
+	dockerOK(t, d, "stop", "always")
 
-	must("run", "-d", "--name", "us-run", "--restart", "unless-stopped", "--stop-timeout", "1", ref, "sleep", "300")
-	must("run", "-d", "--name", "us-stopped", "--restart", "unless-stopped", "--stop-timeout", "1", ref, "sleep", "300")
-	must("stop", "-t", "0", "us-stopped")
-	must("run", "-d", "--name", "always-stopped", "--restart", "always", "--stop-timeout", "1", ref, "sleep", "300")
-	must("stop", "-t", "0", "always-stopped")
-	must("run", "-d", "--name", "none", "--stop-timeout", "1", ref, "sleep", "300")
+	dockerOK(t, d, "run", "-d", "--name", "us-run", "--restart", "unless-stopped", "--stop-timeout", "1", ref, "sleep", "300")
+	dockerOK(t, d, "run", "-d", "--name", "us-stopped", "--restart", "unless-stopped", "--stop-timeout", "1", ref, "sleep", "300")
+	dockerOK(t, d, "stop", "-t", "0", "us-stopped")
+	dockerOK(t, d, "run", "-d", "--name", "always-stopped", "--restart", "always", "--stop-timeout", "1", ref, "sleep", "300")
+	dockerOK(t, d, "stop", "-t", "0", "always-stopped")
+	dockerOK(t, d, "run", "-d", "--name", "none", "--stop-timeout", "1", ref, "sleep", "300")
 
 	d.Stop()
 	d = startDaemonEnv(t, env, sock)
@@ -80,5 +72,5 @@ func TestRestartPolicies(t *testing.T) {
 	} {
 		waitFor(t, func() bool { return strings.HasPrefix(state(name), want+" ") })
 	}
-	must("rm", "-f", "us-run", "always-stopped", "always", "us-stopped", "none", "onfail", "onok")
+	dockerOK(t, d, "rm", "-f", "us-run", "always-stopped", "always", "us-stopped", "none", "onfail", "onok")
 }

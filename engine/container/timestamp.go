@@ -57,6 +57,10 @@ func isDigits(s string) bool {
 	return true
 }
 
+// PruneKeys are the filter keys container and network prunes take, as
+// Docker's: "until", "label" and "label!" (PruneUntil, PruneLabels).
+var PruneKeys = map[string]bool{"label": true, "label!": true, "until": true}
+
 // PruneUntil is the "until" of a prune's filters: the zero time when
 // there is none; more than one is an error, as Docker's.
 func PruneUntil(f Filters, now time.Time) (time.Time, error) {

@@ -264,12 +264,10 @@ func (m *Manager) removeLocked(ctx context.Context, n *netState) error {
 	return nil
 }
 
-var pruneKeys = map[string]bool{"label": true, "label!": true, "until": true}
-
 // NetworkPrune implements engine.Networks: user networks without running
 // containers go.
 func (m *Manager) NetworkPrune(ctx context.Context, filters string) (network.PruneReport, error) {
-	f, err := container.ParseFiltersOf(filters, pruneKeys)
+	f, err := container.ParseFiltersOf(filters, container.PruneKeys)
 	if err != nil {
 		return network.PruneReport{}, err
 	}
