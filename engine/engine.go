@@ -134,6 +134,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		e.log.Warn("removing old build contexts", "err", err)
 	}
 	e.rootfs.idle.L = &e.rootfs.mu
+	startRuntimeServer(opts.RuntimeBinary)
 	if err := e.reconcile(ctx); err != nil {
 		return nil, err
 	}

@@ -22,6 +22,8 @@ func Main(args []string) error {
 	switch {
 	case len(args) == 1 && args[0] == "call":
 		return call()
+	case len(args) == 2 && args[0] == "serve":
+		return Serve(args[1])
 	case len(args) == 2 && args[0] == "delete":
 		return deleteContainer(args[1])
 	}

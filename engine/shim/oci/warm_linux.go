@@ -22,8 +22,13 @@ func warm(fd int) {
 	if n, err := unix.Poll(pending, 0); err != nil || n > 0 {
 		return
 	}
-	// The encoders are built for every type reachable from these, and
-	// the decoders share their field tables.
+	warmCodecs()
+}
+
+// warmCodecs builds the encoders for every type reachable from the spec,
+// libcontainer's config and its state; the decoders share their field
+// tables.
+func warmCodecs() {
 	_, _ = json.Marshal(&specs.Spec{})
 	_, _ = json.Marshal(&configs.Config{})
 	_, _ = json.Marshal(&libcontainer.State{})

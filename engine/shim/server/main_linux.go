@@ -52,7 +52,9 @@ func Main(args []string) error {
 		// The runtime that will create the container starts now, while
 		// the shim waits for its bundle.
 		s.runtimeBin = args[1]
-		s.spare, _ = s.startRuntime()
+		if runtimeServer == "" {
+			s.spare, _ = s.startRuntime()
+		}
 		var err error
 		if bundle, err = awaitBundle(); err != nil || bundle == "" {
 			return nil // the engine went away or needs no more shims

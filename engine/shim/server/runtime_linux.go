@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -71,6 +73,9 @@ func (s *server) runtime(req *wire.RuntimeRequest, files []*os.File) (*wire.Runt
 	// hutch-runtime logs to the shim's own stderr, the bundle's shim.log.
 	req.Files = append([]string{wire.FileLog}, req.Files...)
 	files = append([]*os.File{os.Stderr}, files...)
+	if runtimeServer != "" {
+		return s.askServer(req, files)
+	}
 	rp := s.takeSpare()
 	fresh := rp == nil
 	for {
@@ -125,4 +130,55 @@ func (s *server) ask(rp *runtimeProc, req *wire.RuntimeRequest, files []*os.File
 		return nil, nil, err
 	}
 	return &reply, exited, nil
+}
+
+// runtimeServer is the socket of a long-lived hutch-runtime serving every
+// shim (PROTOTYPE, issue 7), or "".
+var runtimeServer = os.Getenv("HUTCH_RUNTIME_SERVER")
+
+// askServer has the runtime server answer req. A created process is the
+// server's child: its status comes as a line "status N" on the same
+// connection.
+func (s *server) askServer(req *wire.RuntimeRequest, files []*os.File) (*wire.RuntimeReply, <-chan unix.WaitStatus, error) {
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := unix.Connect(fd, &unix.SockaddrUnix{Name: runtimeServer}); err != nil {
+		_ = unix.Close(fd)
+		return nil, nil, wire.Wrap("runtime server", err)
+	}
+	_ = unix.SetNonblock(fd, true)
+	sock := os.NewFile(uintptr(fd), "runtime-server")
+	if err := wire.SendRuntimeRequest(sock, req, files); err != nil {
+		_ = sock.Close()
+		return nil, nil, err
+	}
+	br := bufio.NewReader(sock)
+	var reply wire.RuntimeReply
+	if err := wire.ReadJSONLine(br, &reply); err != nil {
+		_ = sock.Close()
+		return nil, nil, wire.Wrap("runtime server", err)
+	}
+	if err := reply.Err(); err != nil {
+		_ = sock.Close()
+		return nil, nil, err
+	}
+	if reply.Pid == 0 {
+		_ = sock.Close()
+		return &reply, nil, nil
+	}
+	ch := make(chan unix.WaitStatus, 1)
+	go func() {
+		defer sock.Close()
+		line, err := br.ReadString('\n')
+		ws := unix.WaitStatus(255 << 8)
+		if err == nil && strings.HasPrefix(line, "status ") {
+			if n, err := strconv.Atoi(strings.TrimSpace(line[len("status "):])); err == nil {
+				ws = unix.WaitStatus(n)
+			}
+		}
+		ch <- ws
+	}()
+	return &reply, ch, nil
 }
