@@ -77,6 +77,9 @@ type Engine struct {
 	containers *container.Store
 	volumes    *volume.Store
 	events     *events.Log
+	// rtServer is the runtime server the shims ask (nil without a
+	// runtime binary: tests of the engine alone).
+	rtServer *shim.RuntimeServer
 	// volMu orders what makes, mounts and removes volumes: a volume is
 	// not removed between its making and the record of the container
 	// that mounts it.
@@ -134,7 +137,9 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		e.log.Warn("removing old build contexts", "err", err)
 	}
 	e.rootfs.idle.L = &e.rootfs.mu
-	startRuntimeServer(opts.RuntimeBinary)
+	if opts.RuntimeBinary != "" {
+		e.rtServer = shim.NewRuntimeServer(opts.RuntimeBinary, filepath.Join(opts.StateDir, "runtime.sock"), filepath.Join(opts.StateDir, "runtime.log"), e.log)
+	}
 	if err := e.reconcile(ctx); err != nil {
 		return nil, err
 	}

@@ -168,6 +168,11 @@ func (e *Engine) Close() error {
 	case <-ctx.Done():
 		e.log.Warn("containers still being cleaned up at shutdown")
 	}
+	if e.rtServer != nil {
+		// It ends once no process of its own runs (any left running
+		// keep it).
+		e.rtServer.Close()
+	}
 	e.drainRootfsPool(true)
 	e.waitRootfsRemovals()
 	e.containers.Close()

@@ -372,6 +372,7 @@ func (e *Engine) startShim(ctx context.Context, c *container.Container) (*shim.C
 		StdinOnce:     c.Config.StdinOnce,
 		ShimBinary:    e.opts.ShimBinary,
 		RuntimeBinary: e.opts.RuntimeBinary,
+		RuntimeServer: e.runtimeServer(c),
 		Debug:         e.opts.Debug,
 
 		// The CLI sends the terminal's size at create: the tty has it
@@ -486,4 +487,15 @@ func (e *Engine) ContainerWait(ctx context.Context, ref string, req WaitRequest)
 		return nil, err
 	}
 	return e.containers.Wait(ctx, c.ID, container.WaitCondition(req.Condition))
+}
+
+// runtimeServer is the socket of the runtime server for c's steps, or ""
+// for the shim to start hutch-runtime itself: with the host's pid
+// namespace, processes that c's processes leave behind are reparented
+// to the nearest subreaper, which must be c's shim.
+func (e *Engine) runtimeServer(c *container.Container) string {
+	if e.rtServer == nil || c.HostConfig.PidMode.IsHost() {
+		return ""
+	}
+	return e.rtServer.Socket()
 }

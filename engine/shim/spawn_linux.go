@@ -35,6 +35,7 @@ func Create(ctx context.Context, opts StartOptions) (*Client, error) {
 		LogAttrs: opts.LogAttrs,
 		ExitFile: opts.ExitFile, Tty: opts.Tty, OpenStdin: opts.OpenStdin, StdinOnce: opts.StdinOnce,
 		Height: opts.ConsoleHeight, Width: opts.ConsoleWidth, Debug: opts.Debug, RuntimeBinary: opts.RuntimeBinary,
+		RuntimeServer: opts.RuntimeServer,
 	}
 	b, err := json.Marshal(cfg)
 	if err != nil {
@@ -57,7 +58,7 @@ func Create(ctx context.Context, opts StartOptions) (*Client, error) {
 	}
 	var proc *os.Process
 	var readyR *os.File
-	if w := takeWarm(opts.ShimBinary, opts.RuntimeBinary); w != nil && w.hand(opts.BundleDir) == nil {
+	if w := takeWarm(opts.ShimBinary, opts.RuntimeBinary, opts.RuntimeServer != ""); w != nil && w.hand(opts.BundleDir) == nil {
 		proc, readyR = w.cmd.Process, w.ready
 	} else if proc, readyR, err = spawn(opts); err != nil {
 		return nil, err

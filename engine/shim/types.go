@@ -55,6 +55,10 @@ type StartOptions struct {
 	// and to delete the container; libcontainer re-executes it as the
 	// container's init.
 	RuntimeBinary string
+	// RuntimeServer is the socket of the engine's runtime server
+	// (RuntimeServer), which the shim asks instead of starting
+	// RuntimeBinary; "" for a shim that starts it itself.
+	RuntimeServer string
 	// Debug makes the shim and libcontainer log at debug level to shim.log.
 	Debug bool
 }

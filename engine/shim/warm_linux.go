@@ -22,6 +22,7 @@ import (
 type warmShim struct {
 	binary  string
 	runtime string
+	served  bool // started with wire.WarmServed: no spare runtime
 	cmd     *exec.Cmd
 	ctl     *os.File // the write end of its control pipe
 	ready   *os.File // the read end of its ready pipe
@@ -40,24 +41,24 @@ var warm struct {
 
 // takeWarm returns the warm shim for the binaries, if one is ready, and
 // starts the next in the background.
-func takeWarm(binary, runtime string) *warmShim {
+func takeWarm(binary, runtime string, served bool) *warmShim {
 	warm.mu.Lock()
 	defer warm.mu.Unlock()
 	w := warm.shim
 	warm.shim = nil
-	if w != nil && (w.binary != binary || w.runtime != runtime) {
+	if w != nil && (w.binary != binary || w.runtime != runtime || w.served != served) {
 		w.stop()
 		w = nil
 	}
 	if !warm.closed && !warm.starting {
 		warm.starting = true
-		go startWarm(binary, runtime)
+		go startWarm(binary, runtime, served)
 	}
 	return w
 }
 
-func startWarm(binary, runtime string) {
-	w, err := spawnWarm(binary, runtime)
+func startWarm(binary, runtime string, served bool) {
+	w, err := spawnWarm(binary, runtime, served)
 	warm.mu.Lock()
 	defer warm.mu.Unlock()
 	warm.starting = false
@@ -97,8 +98,9 @@ func CloseWarm() {
 }
 
 // spawnWarm starts "hutch-shim warm RUNTIME": the shim starts its first
-// hutch-runtime at once, so that it too waits ready.
-func spawnWarm(binary, runtime string) (*warmShim, error) {
+// hutch-runtime at once, so that it too waits ready; served, it starts
+// none (the engine's runtime server will answer it).
+func spawnWarm(binary, runtime string, served bool) (*warmShim, error) {
 	readyR, readyW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -109,7 +111,11 @@ func spawnWarm(binary, runtime string) (*warmShim, error) {
 		readyW.Close()
 		return nil, err
 	}
-	cmd := exec.Command(binary, "warm", runtime)
+	args := []string{"warm", runtime}
+	if served {
+		args = append(args, wire.WarmServed)
+	}
+	cmd := exec.Command(binary, args...)
 	cmd.Dir = "/"
 	// fd 3 is the ready pipe, fd 4 the control pipe (server.controlFD).
 	cmd.ExtraFiles = []*os.File{readyW, ctlR}
@@ -124,7 +130,7 @@ func spawnWarm(binary, runtime string) (*warmShim, error) {
 		return nil, fmt.Errorf("start warm shim: %w", err)
 	}
 	go func() { _ = cmd.Wait() }()
-	return &warmShim{binary: binary, runtime: runtime, cmd: cmd, ctl: ctlW, ready: readyR}, nil
+	return &warmShim{binary: binary, runtime: runtime, served: served, cmd: cmd, ctl: ctlW, ready: readyR}, nil
 }
 
 // hand gives the warm shim its bundle; it then runs as `hutch-shim run

@@ -16,8 +16,9 @@ import (
 )
 
 // Main runs hutch-runtime: args are ["call"] (started by a shim, the
-// request on wire.RuntimeFD) or ["delete", bundleDir] (the engine cleaning
-// up after a shim that died).
+// request on wire.RuntimeFD), ["serve", socket] (the engine's runtime
+// server, Serve) or ["delete", bundleDir] (the engine cleaning up after a
+// shim that died).
 func Main(args []string) error {
 	switch {
 	case len(args) == 1 && args[0] == "call":
@@ -27,7 +28,7 @@ func Main(args []string) error {
 	case len(args) == 2 && args[0] == "delete":
 		return deleteContainer(args[1])
 	}
-	return errors.New("usage: hutch-runtime call (started by hutch-shim), or delete BUNDLE")
+	return errors.New("usage: hutch-runtime call (started by hutch-shim), serve SOCKET (started by the engine), or delete BUNDLE")
 }
 
 // call answers one request of the shim.
@@ -49,7 +50,7 @@ func call() error {
 		_ = f.Close()
 		delete(files, wire.FileLog)
 	}
-	reply, err := serve(req, files)
+	reply, err := serve(req, files, setupLogs)
 	for _, f := range files {
 		_ = f.Close()
 	}
@@ -59,7 +60,8 @@ func call() error {
 	return wire.WriteJSONLine(os.NewFile(wire.RuntimeFD, "shim"), reply)
 }
 
-func serve(req *wire.RuntimeRequest, files map[string]*os.File) (*wire.RuntimeReply, error) {
+// serve answers req; logFor gives the logger of the request's container.
+func serve(req *wire.RuntimeRequest, files map[string]*os.File, logFor func(*wire.Config) *slog.Logger) (*wire.RuntimeReply, error) {
 	if !filepath.IsAbs(req.Bundle) {
 		return nil, fmt.Errorf("bundle %q is not absolute: %w", req.Bundle, errdefs.ErrInvalidArgument)
 	}
@@ -67,7 +69,7 @@ func serve(req *wire.RuntimeRequest, files map[string]*os.File) (*wire.RuntimeRe
 	if err != nil {
 		return nil, err
 	}
-	log := setupLogs(cfg)
+	log := logFor(cfg)
 	switch req.Op {
 	case wire.RuntimeCreate:
 		return create(cfg, req.Bundle, files, log)

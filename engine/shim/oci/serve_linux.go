@@ -1,45 +1,107 @@
 package oci
 
 import (
+	"log/slog"
 	"net"
 	"os"
+	"os/signal"
 	"runtime"
 	"runtime/debug"
 	"strconv"
+	"sync/atomic"
+	"time"
 
+	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
 
 	"github.com/hutch-engine/hutch/engine/shim/wire"
 )
 
-// Serve answers shims' requests on the unix socket at path, one
-// connection per request, for as long as it lives (PROTOTYPE, issue 7).
-// The processes it creates (inits, exec processes) are its children: it
-// reaps them and writes each one's wait status on the connection of the
-// request that created it, as a line "status N".
+// ServeIdle is how long the runtime server lives without a request or a
+// process of its own to wait for.
+const ServeIdle = 30 * time.Second
+
+// Serve answers the shims' requests on the unix socket at path, one
+// request per connection, in parallel. It closes wire.ReadyFD once it
+// listens. The processes it creates (inits and exec processes) are its
+// children: it reaps each and writes its wait status on the connection of
+// the request that made it, as a line "status N". It returns after
+// ServeIdle with no connection open.
 func Serve(path string) error {
+	// A long-lived process: it collects its garbage, and uses every CPU.
+	// The inits it starts get GOMAXPROCS from its environment (one P).
 	debug.SetGCPercent(100)
-	// The inits get libcontainer's GOMAXPROCS from this environment;
-	// the server itself uses every CPU.
 	runtime.GOMAXPROCS(runtime.NumCPU())
+	logrus.SetLevel(logrus.WarnLevel)
+	logrus.SetOutput(os.Stderr)
 	_ = os.Remove(path)
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {
 		return err
 	}
+	ln.SetUnlinkOnClose(false)
+	if err := os.Chmod(path, 0o600); err != nil {
+		return err
+	}
+	mine, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	_ = unix.Close(wire.ReadyFD)
 	warmCodecs()
+	var open atomic.Int64
+	var last atomic.Int64
+	last.Store(time.Now().UnixNano())
+	exit := func() {
+		// Leave the path to a newer server that may have taken it.
+		if fi, err := os.Stat(path); err == nil && os.SameFile(fi, mine) {
+			_ = os.Remove(path)
+		}
+		os.Exit(0)
+	}
+	// SIGTERM (the engine closing): no new request, and an exit as soon
+	// as no process of ours is left to wait for.
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, unix.SIGTERM)
+	var draining atomic.Bool
+	go func() {
+		<-term
+		draining.Store(true)
+		_ = ln.Close()
+	}()
+	go func() {
+		for {
+			time.Sleep(ServeIdle / 60)
+			idle := time.Since(time.Unix(0, last.Load()))
+			if open.Load() == 0 && (draining.Load() || idle >= ServeIdle) {
+				exit()
+			}
+		}
+	}()
 	for {
 		c, err := ln.AcceptUnix()
 		if err != nil {
+			if draining.Load() {
+				select {} // the loop above exits
+			}
 			return err
 		}
-		go handle(c)
+		open.Add(1)
+		go func() {
+			defer func() {
+				last.Store(time.Now().UnixNano())
+				open.Add(-1)
+			}()
+			handle(c)
+		}()
 	}
 }
 
+// handle answers one request and, when it made a process, sends its
+// status once it has ended.
 func handle(c *net.UnixConn) {
 	defer c.Close()
-	f, err := c.File()
+	f, err := c.File() // blocking: this goroutine has nothing else to do
 	if err != nil {
 		return
 	}
@@ -48,46 +110,53 @@ func handle(c *net.UnixConn) {
 	if err != nil {
 		return
 	}
+	// Logs go to the server's own stderr: libcontainer's logger is the
+	// process's, shared by all requests.
 	if lf := files[wire.FileLog]; lf != nil {
 		_ = lf.Close()
 		delete(files, wire.FileLog)
 	}
-	var pidfd int = -1
-	reply, err := serve(req, files)
+	reply, err := serve(req, files, serverLog)
 	for _, fl := range files {
 		_ = fl.Close()
 	}
+	pidfd := -1
 	if err != nil {
 		reply = &wire.RuntimeReply{Response: *wire.ErrorResponse(err)}
 	} else if reply.Pid > 0 {
+		// Before the reply: the process is ours until we reap it, so the
+		// pid names it.
 		pidfd, _ = unix.PidfdOpen(reply.Pid, unix.PIDFD_NONBLOCK)
 	}
-	if err := wire.WriteJSONLine(f, reply); err != nil || pidfd < 0 {
-		if pidfd >= 0 {
-			_ = unix.Close(pidfd)
-		}
+	werr := wire.WriteJSONLine(f, reply)
+	if pidfd < 0 {
 		return
 	}
-	ws, err := waitPidfd(pidfd, reply.Pid)
-	if err != nil {
+	ws, err := reap(pidfd, reply.Pid)
+	if err != nil || werr != nil {
 		return
 	}
-	_, _ = f.Write([]byte("status " + strconv.Itoa(int(ws)) + "\n"))
+	_, _ = f.Write([]byte(wire.RuntimeStatusPrefix + strconv.Itoa(int(ws)) + "\n"))
 }
 
-// waitPidfd waits, on the poller, for the child pid (of pidfd) to exit
-// and reaps it.
-func waitPidfd(pidfd, pid int) (unix.WaitStatus, error) {
+// serverLog logs what the server itself says, to its stderr.
+func serverLog(cfg *wire.Config) *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})).With("container", cfg.ID)
+}
+
+// reap waits, on the poller, for the child pid (whose pidfd it takes) to
+// exit, and reaps it.
+func reap(pidfd, pid int) (unix.WaitStatus, error) {
 	pf := os.NewFile(uintptr(pidfd), "pidfd")
 	defer pf.Close()
-	rc, err := pf.SyscallConn()
-	if err != nil {
-		return 0, err
+	if rc, err := pf.SyscallConn(); err == nil {
+		// The poller forgets a readiness seen before Read began: ask the
+		// pidfd itself each time.
+		_ = rc.Read(func(fd uintptr) bool {
+			n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 0)
+			return n > 0 || (err != nil && err != unix.EINTR)
+		})
 	}
-	_ = rc.Read(func(fd uintptr) bool {
-		n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 0)
-		return n > 0 || (err != nil && err != unix.EINTR)
-	})
 	for {
 		var ws unix.WaitStatus
 		got, err := unix.Wait4(pid, &ws, 0, nil)

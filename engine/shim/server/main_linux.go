@@ -29,9 +29,11 @@ const controlFD = 4
 const outputGrace = 2 * time.Second
 
 // Main runs the shim: args are ["run", bundleDir], or ["warm",
-// runtimeBinary] for a shim started ahead of need.
+// runtimeBinary] for a shim started ahead of need (["warm", runtimeBinary,
+// wire.WarmServed] when the engine's runtime server will answer it: no
+// spare runtime then).
 func Main(args []string) error {
-	warm := len(args) == 2 && args[0] == "warm"
+	warm := (len(args) == 2 || len(args) == 3) && args[0] == "warm"
 	if !warm && (len(args) != 2 || args[0] != "run") {
 		return errors.New("usage: hutch-shim run BUNDLE, or warm RUNTIME (started by the hutch engine)")
 	}
@@ -52,7 +54,7 @@ func Main(args []string) error {
 		// The runtime that will create the container starts now, while
 		// the shim waits for its bundle.
 		s.runtimeBin = args[1]
-		if runtimeServer == "" {
+		if len(args) < 3 || args[2] != wire.WarmServed {
 			s.spare, _ = s.startRuntime()
 		}
 		var err error

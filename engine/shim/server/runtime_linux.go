@@ -73,8 +73,10 @@ func (s *server) runtime(req *wire.RuntimeRequest, files []*os.File) (*wire.Runt
 	// hutch-runtime logs to the shim's own stderr, the bundle's shim.log.
 	req.Files = append([]string{wire.FileLog}, req.Files...)
 	files = append([]*os.File{os.Stderr}, files...)
-	if runtimeServer != "" {
-		return s.askServer(req, files)
+	if s.cfg != nil && s.cfg.RuntimeServer != "" {
+		if reply, exited, ok, err := s.askServer(req, files); ok {
+			return reply, exited, err
+		}
 	}
 	rp := s.takeSpare()
 	fresh := rp == nil
@@ -132,53 +134,100 @@ func (s *server) ask(rp *runtimeProc, req *wire.RuntimeRequest, files []*os.File
 	return &reply, exited, nil
 }
 
-// runtimeServer is the socket of a long-lived hutch-runtime serving every
-// shim (PROTOTYPE, issue 7), or "".
-var runtimeServer = os.Getenv("HUTCH_RUNTIME_SERVER")
-
-// askServer has the runtime server answer req. A created process is the
-// server's child: its status comes as a line "status N" on the same
-// connection.
-func (s *server) askServer(req *wire.RuntimeRequest, files []*os.File) (*wire.RuntimeReply, <-chan unix.WaitStatus, error) {
+// askServer has the engine's runtime server answer req; ok is false when
+// none answers the socket (the caller starts a runtime of its own). A
+// process it made is the server's child: its status comes on the same
+// connection as a line after the reply.
+func (s *server) askServer(req *wire.RuntimeRequest, files []*os.File) (reply *wire.RuntimeReply, exited <-chan unix.WaitStatus, ok bool, err error) {
 	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, nil
 	}
-	if err := unix.Connect(fd, &unix.SockaddrUnix{Name: runtimeServer}); err != nil {
+	if err := unix.Connect(fd, &unix.SockaddrUnix{Name: s.cfg.RuntimeServer}); err != nil {
 		_ = unix.Close(fd)
-		return nil, nil, wire.Wrap("runtime server", err)
+		s.log.warn("runtime server not answering; starting hutch-runtime", "err", err.Error())
+		return nil, nil, false, nil
 	}
+	// Through the runtime's poller: a read that waits holds no thread.
 	_ = unix.SetNonblock(fd, true)
 	sock := os.NewFile(uintptr(fd), "runtime-server")
 	if err := wire.SendRuntimeRequest(sock, req, files); err != nil {
 		_ = sock.Close()
-		return nil, nil, err
+		return nil, nil, true, err
 	}
 	br := bufio.NewReader(sock)
-	var reply wire.RuntimeReply
-	if err := wire.ReadJSONLine(br, &reply); err != nil {
+	reply = new(wire.RuntimeReply)
+	if err := wire.ReadJSONLine(br, reply); err != nil {
 		_ = sock.Close()
-		return nil, nil, wire.Wrap("runtime server", err)
+		return nil, nil, true, wire.Wrap("runtime server", err)
 	}
-	if err := reply.Err(); err != nil {
+	if err := reply.Err(); err != nil || reply.Pid == 0 {
 		_ = sock.Close()
-		return nil, nil, err
+		return reply, nil, true, err
 	}
-	if reply.Pid == 0 {
-		_ = sock.Close()
-		return &reply, nil, nil
-	}
+	// A pidfd now, while the process cannot have been reaped (the server
+	// reaps it only after its status line is due): if the server dies,
+	// the status is asked of the kernel.
+	pidfd, _ := unix.PidfdOpen(reply.Pid, 0)
 	ch := make(chan unix.WaitStatus, 1)
 	go func() {
 		defer sock.Close()
 		line, err := br.ReadString('\n')
-		ws := unix.WaitStatus(255 << 8)
-		if err == nil && strings.HasPrefix(line, "status ") {
-			if n, err := strconv.Atoi(strings.TrimSpace(line[len("status "):])); err == nil {
-				ws = unix.WaitStatus(n)
+		if ws, ok := parseStatus(line); err == nil && ok {
+			if pidfd >= 0 {
+				_ = unix.Close(pidfd)
 			}
+			ch <- ws
+			return
 		}
-		ch <- ws
+		s.log.warn("runtime server gone before the process ended", "pid", itoa(reply.Pid))
+		ch <- exitOfPidfd(pidfd)
 	}()
-	return &reply, ch, nil
+	return reply, ch, true, nil
+}
+
+// parseStatus reads the server's status line.
+func parseStatus(line string) (unix.WaitStatus, bool) {
+	rest, ok := strings.CutPrefix(strings.TrimSuffix(line, "\n"), wire.RuntimeStatusPrefix)
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(rest)
+	return unix.WaitStatus(n), err == nil
+}
+
+// exitOfPidfd waits for the process of pidfd, which is not our child, to
+// end and asks the kernel how it ended (PIDFD_INFO_EXIT, Linux 6.15). Where
+// the kernel cannot tell, the status is exit code 255, Docker's unknown.
+func exitOfPidfd(pidfd int) unix.WaitStatus {
+	unknown := unix.WaitStatus(255 << 8)
+	if pidfd < 0 {
+		return unknown
+	}
+	defer unix.Close(pidfd)
+	f := os.NewFile(uintptr(pidfd), "")
+	for {
+		n, err := unix.Poll([]unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}, -1)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n > 0 {
+			break
+		}
+	}
+	_ = f
+	// The exit is recorded when the process is reaped, by whoever is its
+	// parent now.
+	for delay := time.Millisecond; delay < 5*time.Second; delay *= 2 {
+		info := unix.PidfdInfo{Mask: unix.PIDFD_INFO_EXIT}
+		err := unix.IoctlPidfdInfo(pidfd, &info)
+		if err != nil && err != unix.ESRCH {
+			return unknown
+		}
+		if err == nil && info.Mask&unix.PIDFD_INFO_EXIT != 0 {
+			return unix.WaitStatus(info.Exit_code)
+		}
+		time.Sleep(delay)
+	}
+	return unknown
 }

@@ -39,7 +39,11 @@ func (c *Config) MarshalJSON() ([]byte, error) {
 	if c.Debug {
 		o.Bool("debug", true)
 	}
-	return o.Str("runtimeBinary", c.RuntimeBinary).End(), nil
+	o.Str("runtimeBinary", c.RuntimeBinary)
+	if c.RuntimeServer != "" {
+		o.Str("runtimeServer", c.RuntimeServer)
+	}
+	return o.End(), nil
 }
 
 // UnmarshalJSON decodes what MarshalJSON encodes.
@@ -55,6 +59,7 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 		"openStdin": tinyjson.BoolInto(&c.OpenStdin), "stdinOnce": tinyjson.BoolInto(&c.StdinOnce),
 		"height": tinyjson.Uint16Into(&c.Height), "width": tinyjson.Uint16Into(&c.Width),
 		"debug": tinyjson.BoolInto(&c.Debug), "runtimeBinary": tinyjson.StringInto(&c.RuntimeBinary),
+		"runtimeServer": tinyjson.StringInto(&c.RuntimeServer),
 	})
 }
 

@@ -52,7 +52,7 @@ func TestCodecRoundTrip(t *testing.T) {
 		{"exit without start", &ExitStatus{ExitCode: 1, FinishedAt: t1}, func() codec { return &ExitStatus{} }, new(plainExitStatus)},
 		{"config", &Config{ID: "c", StateDir: "/s", SocketPath: "/s.sock", LogPath: "/l", LogRotation: jsonlog.Rotation{MaxSize: 1 << 20, MaxFiles: 3, Compress: true},
 			LogAttrs: map[string]string{"b": "2", "a": "<1>"},
-			ExitFile: "/e", Tty: true, OpenStdin: true, StdinOnce: true, Height: 24, Width: 80, Debug: true, RuntimeBinary: "/bin/hutch-runtime"},
+			ExitFile: "/e", Tty: true, OpenStdin: true, StdinOnce: true, Height: 24, Width: 80, Debug: true, RuntimeBinary: "/bin/hutch-runtime", RuntimeServer: "/run/rt.sock"},
 			func() codec { return &Config{} }, new(plainConfig)},
 		{"runtime request", &RuntimeRequest{Op: RuntimeExec, Bundle: "/b", Files: []string{FileLog, FileStdin}, Process: []byte(`{"args":["true"]}`)},
 			func() codec { return &RuntimeRequest{} }, nil},

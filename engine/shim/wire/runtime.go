@@ -34,6 +34,20 @@ const (
 // RuntimeFD is the descriptor of hutch-runtime's end of the socket.
 const RuntimeFD = 3
 
+// ReadyFD is the descriptor the runtime server ("hutch-runtime serve")
+// closes once it listens.
+const ReadyFD = 3
+
+// WarmServed is the last argument of a warm shim ("hutch-shim warm
+// RUNTIME served") whose runtime steps the engine's runtime server
+// answers: it starts no spare hutch-runtime.
+const WarmServed = "served"
+
+// RuntimeStatusPrefix starts the line in which the runtime server sends
+// the wait status of a process it made, after its reply, when that
+// process has ended.
+const RuntimeStatusPrefix = "status "
+
 // Roles of the files sent with a RuntimeRequest.
 const (
 	// FileLog becomes hutch-runtime's stderr: the bundle's shim.log.

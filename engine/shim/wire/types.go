@@ -47,6 +47,10 @@ type Config struct {
 	// RuntimeBinary is hutch-runtime, which the shim starts for every step
 	// that needs libcontainer.
 	RuntimeBinary string `json:"runtimeBinary"`
+	// RuntimeServer is the socket of the engine's runtime server
+	// ("hutch-runtime serve"), which the shim asks instead when it is
+	// set; the processes it makes are the server's children.
+	RuntimeServer string `json:"runtimeServer,omitempty"`
 }
 
 // ExitStatus is how a container ended. Death by signal N is 128+N, as in
