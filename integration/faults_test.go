@@ -162,9 +162,11 @@ func TestKill9DuringLifecycle(t *testing.T) {
 	}
 }
 
-// shimsOf lists the hutch-shim and hutch-runtime processes (shims, runtimes
-// and container inits) whose command line or environment names
-// runtimeDir, but not an idle warm shim or the runtime it keeps ready.
+// shimsOf lists the hutch-shim and hutch-runtime processes (shims, runtimes,
+// runtime servers and container inits) whose command line or environment
+// names runtimeDir, but not an idle warm shim or the runtime it keeps
+// ready, nor a running daemon's runtime server (which waits out its idle
+// time): a server whose daemon died is listed.
 func shimsOf(runtimeDir string) []int {
 	var out []int
 	ents, _ := os.ReadDir("/proc")
@@ -177,13 +179,24 @@ func shimsOf(runtimeDir string) []int {
 		if len(args) < 2 {
 			continue
 		}
-		if base := filepath.Base(args[0]); (base == "hutch-shim" || base == "hutch-runtime") && !idleWarmShim(pid) && !idleWarmShim(parentOf(pid)) {
+		if base := filepath.Base(args[0]); (base == "hutch-shim" || base == "hutch-runtime") && !idleWarmShim(pid) && !idleWarmShim(parentOf(pid)) && !daemonsRuntimeServer(pid) {
 			if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid)); err == nil && strings.Contains(string(b), runtimeDir) || strings.Contains(strings.Join(args, " "), runtimeDir) {
 				out = append(out, pid)
 			}
 		}
 	}
 	return out
+}
+
+// daemonsRuntimeServer reports whether pid is "hutch-runtime serve" whose
+// parent is a running hutch daemon.
+func daemonsRuntimeServer(pid int) bool {
+	args := cmdline(pid)
+	if len(args) < 2 || args[1] != "serve" {
+		return false
+	}
+	parent := cmdline(parentOf(pid))
+	return len(parent) >= 2 && filepath.Base(parent[0]) == "hutch" && parent[1] == "daemon"
 }
 
 func mustDocker(t *testing.T, d *daemon, args ...string) string {

@@ -24,7 +24,8 @@ type RuntimeServer struct {
 	mu      sync.Mutex
 	running bool
 	closed  bool
-	proc    *os.Process
+	// hold is the engine's end of the server's wire.EngineFD.
+	hold *os.File
 }
 
 // readyTimeout bounds the wait for a starting server to listen.
@@ -70,7 +71,13 @@ func (r *RuntimeServer) start() error {
 	cmd := exec.Command(r.bin, "serve", r.sock)
 	cmd.Dir = "/"
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.ExtraFiles = []*os.File{readyW} // wire.ReadyFD
+	holdR, holdW, err := os.Pipe()
+	if err != nil {
+		readyW.Close()
+		return err
+	}
+	defer holdR.Close()
+	cmd.ExtraFiles = []*os.File{readyW, holdR} // wire.ReadyFD, wire.EngineFD
 	// Its own session: a signal to the engine's group is not for it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	// One P in the environment, for the inits it starts (wire.OneP); the
@@ -79,34 +86,41 @@ func (r *RuntimeServer) start() error {
 	err = cmd.Start()
 	readyW.Close()
 	if err != nil {
+		holdW.Close()
 		return err
 	}
 	// EOF once it listens, or once it has died.
 	_ = readyR.SetReadDeadline(time.Now().Add(readyTimeout))
 	_, rerr := io.Copy(io.Discard, readyR)
 	if _, err := os.Stat(r.sock); err != nil || rerr != nil {
+		holdW.Close()
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 		return errors.New("hutch-runtime serve did not listen (see " + r.logPath + ")")
 	}
-	r.proc = cmd.Process
+	r.hold = holdW
 	go func() {
 		_ = cmd.Wait()
 		r.mu.Lock()
 		r.running = false
-		r.proc = nil
+		if r.hold == holdW {
+			r.hold = nil
+		}
 		r.mu.Unlock()
+		holdW.Close()
 	}()
 	return nil
 }
 
-// Close asks the server to exit once it has nothing to wait for (SIGTERM:
-// it answers no new request), and starts no other.
+// Close has the server take no more requests and exit once no process of
+// its own is left to wait for (so does the engine's death), and starts no
+// other.
 func (r *RuntimeServer) Close() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.closed = true
-	if r.proc != nil {
-		_ = r.proc.Signal(syscall.SIGTERM)
+	if r.hold != nil {
+		_ = r.hold.Close()
+		r.hold = nil
 	}
 }

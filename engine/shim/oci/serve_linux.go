@@ -1,10 +1,10 @@
 package oci
 
 import (
+	"io"
 	"log/slog"
 	"net"
 	"os"
-	"os/signal"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -23,7 +23,8 @@ const ServeIdle = 30 * time.Second
 
 // Serve answers the shims' requests on the unix socket at path, one
 // request per connection, in parallel. It closes wire.ReadyFD once it
-// listens. The processes it creates (inits and exec processes) are its
+// listens, and stops listening when wire.EngineFD ends (the engine closed
+// it, or died). The processes it creates (inits and exec processes) are its
 // children: it reaps each and writes its wait status on the connection of
 // the request that made it, as a line "status N". It returns after
 // ServeIdle with no connection open.
@@ -59,13 +60,12 @@ func Serve(path string) error {
 		}
 		os.Exit(0)
 	}
-	// SIGTERM (the engine closing): no new request, and an exit as soon
-	// as no process of ours is left to wait for.
-	term := make(chan os.Signal, 1)
-	signal.Notify(term, unix.SIGTERM)
+	// The engine closing or gone (wire.EngineFD ends): no new request,
+	// and an exit as soon as no process of ours is left to wait for.
 	var draining atomic.Bool
 	go func() {
-		<-term
+		engine := os.NewFile(wire.EngineFD, "engine")
+		_, _ = io.Copy(io.Discard, engine)
 		draining.Store(true)
 		_ = ln.Close()
 	}()

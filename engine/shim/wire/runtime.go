@@ -38,6 +38,10 @@ const RuntimeFD = 3
 // closes once it listens.
 const ReadyFD = 3
 
+// EngineFD is the runtime server's end of a pipe the engine holds open for
+// as long as it wants the server to take requests.
+const EngineFD = 4
+
 // WarmServed is the last argument of a warm shim ("hutch-shim warm
 // RUNTIME served") whose runtime steps the engine's runtime server
 // answers: it starts no spare hutch-runtime.
