@@ -138,7 +138,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	e.rootfs.idle.L = &e.rootfs.mu
 	if opts.RuntimeBinary != "" {
-		e.rtServer = shim.NewRuntimeServer(opts.RuntimeBinary, filepath.Join(opts.StateDir, "runtime.sock"), filepath.Join(opts.StateDir, "runtime.log"), e.log)
+		e.rtServer = shim.NewRuntimeServer(opts.RuntimeBinary, filepath.Join(opts.StateDir, "runtime.sock"), filepath.Join(opts.StateDir, "runtime.log"), opts.Debug, e.log)
 	}
 	if err := e.reconcile(ctx); err != nil {
 		return nil, err

@@ -19,6 +19,7 @@ import (
 // processes are its children: it outlives the engine while any runs.
 type RuntimeServer struct {
 	bin, sock, logPath string
+	debug              bool
 	log                *slog.Logger
 
 	mu      sync.Mutex
@@ -32,9 +33,10 @@ type RuntimeServer struct {
 const readyTimeout = 10 * time.Second
 
 // NewRuntimeServer returns the server of runtime binary bin on socket
-// sock, logging to logPath; nothing starts yet.
-func NewRuntimeServer(bin, sock, logPath string, log *slog.Logger) *RuntimeServer {
-	return &RuntimeServer{bin: bin, sock: sock, logPath: logPath, log: log}
+// sock, logging to logPath (at debug level with debug); nothing starts
+// yet.
+func NewRuntimeServer(bin, sock, logPath string, debug bool, log *slog.Logger) *RuntimeServer {
+	return &RuntimeServer{bin: bin, sock: sock, logPath: logPath, debug: debug, log: log}
 }
 
 // Socket returns the socket of the running server, starting one if none
@@ -68,7 +70,11 @@ func (r *RuntimeServer) start() error {
 		return err
 	}
 	defer readyR.Close()
-	cmd := exec.Command(r.bin, "serve", r.sock)
+	args := []string{"serve", r.sock}
+	if r.debug {
+		args = append(args, "debug")
+	}
+	cmd := exec.Command(r.bin, args...)
 	cmd.Dir = "/"
 	cmd.Stdout, cmd.Stderr = logf, logf
 	holdR, holdW, err := os.Pipe()

@@ -59,6 +59,8 @@ type StartOptions struct {
 	// (RuntimeServer), which the shim asks instead of starting
 	// RuntimeBinary; "" for a shim that starts it itself.
 	RuntimeServer string
-	// Debug makes the shim and libcontainer log at debug level to shim.log.
+	// Debug makes the shim log at debug level to shim.log, and so
+	// libcontainer in a hutch-runtime the shim starts itself (the runtime
+	// server logs to runtime.log at the engine's level).
 	Debug bool
 }

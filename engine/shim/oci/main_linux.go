@@ -16,19 +16,21 @@ import (
 )
 
 // Main runs hutch-runtime: args are ["call"] (started by a shim, the
-// request on wire.RuntimeFD), ["serve", socket] (the engine's runtime
-// server, Serve) or ["delete", bundleDir] (the engine cleaning up after a
+// request on wire.RuntimeFD), ["serve", socket] or ["serve", socket,
+// "debug"] (the engine's runtime server, Serve) or ["delete", bundleDir] (the engine cleaning up after a
 // shim that died).
 func Main(args []string) error {
 	switch {
 	case len(args) == 1 && args[0] == "call":
 		return call()
 	case len(args) == 2 && args[0] == "serve":
-		return Serve(args[1])
+		return Serve(args[1], false)
+	case len(args) == 3 && args[0] == "serve" && args[2] == "debug":
+		return Serve(args[1], true)
 	case len(args) == 2 && args[0] == "delete":
 		return deleteContainer(args[1])
 	}
-	return errors.New("usage: hutch-runtime call (started by hutch-shim), serve SOCKET (started by the engine), or delete BUNDLE")
+	return errors.New("usage: hutch-runtime call (started by hutch-shim), serve SOCKET [debug] (started by the engine), or delete BUNDLE")
 }
 
 // call answers one request of the shim.

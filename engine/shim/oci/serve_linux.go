@@ -21,6 +21,9 @@ import (
 // process of its own to wait for.
 const ServeIdle = 30 * time.Second
 
+// requestTimeout bounds the wait for a request on a new connection.
+const requestTimeout = 10 * time.Second
+
 // Serve answers the shims' requests on the unix socket at path, one
 // request per connection, in parallel. It closes wire.ReadyFD once it
 // listens, and stops listening when wire.EngineFD ends (the engine closed
@@ -28,12 +31,23 @@ const ServeIdle = 30 * time.Second
 // children: it reaps each and writes its wait status on the connection of
 // the request that made it, as a line "status N". It returns after
 // ServeIdle with no connection open.
-func Serve(path string) error {
+//
+// Its stderr is the engine's runtime.log: libcontainer's logger is the
+// process's, so its messages and the server's, each naming its container,
+// go there rather than to the bundles' shim.log; with verbose, at debug
+// level.
+func Serve(path string, verbose bool) error {
 	// A long-lived process: it collects its garbage, and uses every CPU.
 	// The inits it starts get GOMAXPROCS from its environment (one P).
 	debug.SetGCPercent(100)
 	runtime.GOMAXPROCS(runtime.NumCPU())
+	logLevel = slog.LevelInfo
 	logrus.SetLevel(logrus.WarnLevel)
+	if verbose {
+		logLevel = slog.LevelDebug
+		logrus.SetLevel(logrus.DebugLevel)
+		logrus.SetFormatter(&logrus.TextFormatter{FullTimestamp: true, TimestampFormat: "15:04:05.000000"})
+	}
 	logrus.SetOutput(os.Stderr)
 	_ = os.Remove(path)
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
@@ -106,6 +120,8 @@ func handle(c *net.UnixConn) {
 		return
 	}
 	defer f.Close()
+	// A client that never sends its request does not keep the server.
+	_ = unix.SetsockoptTimeval(int(f.Fd()), unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{Sec: int64(requestTimeout / time.Second)})
 	req, files, err := wire.RecvRuntimeRequest(int(f.Fd()))
 	if err != nil {
 		return
@@ -139,9 +155,12 @@ func handle(c *net.UnixConn) {
 	_, _ = f.Write([]byte(wire.RuntimeStatusPrefix + strconv.Itoa(int(ws)) + "\n"))
 }
 
-// serverLog logs what the server itself says, to its stderr.
+// logLevel is the level of the server's own messages.
+var logLevel = slog.LevelInfo
+
+// serverLog logs what the server says of cfg's container, to its stderr.
 func serverLog(cfg *wire.Config) *slog.Logger {
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})).With("container", cfg.ID)
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel})).With("container", cfg.ID)
 }
 
 // reap waits, on the poller, for the child pid (whose pidfd it takes) to

@@ -197,15 +197,15 @@ func parseStatus(line string) (unix.WaitStatus, bool) {
 }
 
 // exitOfPidfd waits for the process of pidfd, which is not our child, to
-// end and asks the kernel how it ended (PIDFD_INFO_EXIT, Linux 6.15). Where
-// the kernel cannot tell, the status is exit code 255, Docker's unknown.
+// end and asks the kernel how it ended (PIDFD_INFO_EXIT, Linux 6.15), and
+// closes pidfd. Where the kernel cannot tell, the status is exit code 255,
+// Docker's unknown.
 func exitOfPidfd(pidfd int) unix.WaitStatus {
 	unknown := unix.WaitStatus(255 << 8)
 	if pidfd < 0 {
 		return unknown
 	}
 	defer unix.Close(pidfd)
-	f := os.NewFile(uintptr(pidfd), "")
 	for {
 		n, err := unix.Poll([]unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}, -1)
 		if err == unix.EINTR {
@@ -215,7 +215,6 @@ func exitOfPidfd(pidfd int) unix.WaitStatus {
 			break
 		}
 	}
-	_ = f
 	// The exit is recorded when the process is reaped, by whoever is its
 	// parent now.
 	for delay := time.Millisecond; delay < 5*time.Second; delay *= 2 {

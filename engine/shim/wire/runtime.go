@@ -68,6 +68,11 @@ const (
 // maxRuntimeFiles bounds the files of one request.
 const maxRuntimeFiles = 4
 
+// maxRuntimeRequest bounds the line of one request (a process spec is a
+// few KiB): the runtime server reads requests from any of the user's
+// processes.
+const maxRuntimeRequest = 1 << 20
+
 // RuntimeRequest is what the shim asks of hutch-runtime.
 type RuntimeRequest struct {
 	Op     string `json:"op"`
@@ -181,6 +186,10 @@ func RecvRuntimeRequest(fd int) (*RuntimeRequest, map[string]*os.File, error) {
 	line := buf[:n]
 	for line[len(line)-1] != '\n' {
 		// The rest of a long line.
+		if len(line) >= maxRuntimeRequest {
+			closeAll()
+			return nil, nil, errors.New("runtime request: longer than " + strconv.Itoa(maxRuntimeRequest) + " bytes")
+		}
 		if len(line) == cap(line) {
 			line = append(line, 0)[:len(line)]
 		}
