@@ -397,7 +397,8 @@ func (e *Engine) monitor(id string, client *shim.Client) {
 	ctx := context.Background()
 	st, err := client.Wait(ctx)
 	exit := container.ExitInfo{Code: st.ExitCode, FinishedAt: st.FinishedAt, OOMKilled: st.OOMKilled, Error: st.Error}
-	if err != nil {
+	lost := err != nil
+	if lost {
 		exit = container.ExitInfo{Code: container.LostExitCode, Error: "waiting for the container: " + err.Error()}
 	}
 	e.runs.mu.Lock()
@@ -409,6 +410,9 @@ func (e *Engine) monitor(id string, client *shim.Client) {
 	if err != nil {
 		e.log.Error("recording exit", "container", id, "err", err)
 		return
+	}
+	if lost {
+		e.killLost(ctx, c)
 	}
 	endCleanup := e.phase("exit/cleanup", id)
 	e.joins.remove(id)
@@ -498,4 +502,20 @@ func (e *Engine) runtimeServer(c *container.Container) string {
 		return ""
 	}
 	return e.rtServer.Socket()
+}
+
+// killLost ends what c's shim, gone without an exit (killed with -9),
+// left running: its init and their processes would run on unseen, and
+// outlive the container's removal. containerd does the same for a dead
+// shim's task.
+func (e *Engine) killLost(ctx context.Context, c *container.Container) {
+	if e.opts.RuntimeBinary == "" || c.Runtime.BundleDir == "" {
+		return
+	}
+	if _, err := shim.Connect(ctx, c.Runtime.ShimSocket); !errors.Is(err, shim.ErrNoShim) {
+		return // it answers (or cannot be told from one that does)
+	}
+	if err := shim.Delete(ctx, e.opts.RuntimeBinary, c.Runtime.BundleDir); err != nil {
+		e.log.Warn("killing a container whose shim died", "container", c.ID, "err", err)
+	}
 }

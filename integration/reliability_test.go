@@ -136,7 +136,8 @@ func tail(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// A shim killed with -9 leaves its container marked exited, with an error.
+// A shim killed with -9 leaves its container marked exited, with an error,
+// and its process killed.
 func TestKilledShim(t *testing.T) {
 	d, ref := pulled(t)
 	id, err := d.Docker(t, "run", "-d", ref, "sleep", "300")
@@ -144,6 +145,7 @@ func TestKilledShim(t *testing.T) {
 		t.Fatal(err, id)
 	}
 	id = strings.TrimSpace(id)
+	init := containerPid(t, d, id)
 	// The shim runs as `hutch-shim run …` (or `hutch-shim warm …`, in
 	// the container's bundle directory); the container's init is
 	// `hutch-runtime init` until it execs the command.
@@ -165,6 +167,12 @@ func TestKilledShim(t *testing.T) {
 	code, msg, _ := strings.Cut(strings.TrimSpace(out), "|")
 	if code == "0" || msg == "" {
 		t.Errorf("killed shim recorded as exit %s, error %q", code, msg)
+	}
+	// What the shim ran does not run on unseen (containerd kills a dead
+	// shim's task too).
+	waitGone(t, []int{init})
+	if syscall.Kill(init, 0) == nil {
+		t.Errorf("the container's init %d (%q) still runs after its shim's death was recorded", init, cmdline(init))
 	}
 	// The container can be removed and the name reused.
 	if out, err := d.Docker(t, "rm", "-f", id); err != nil {
