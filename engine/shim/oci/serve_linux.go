@@ -29,8 +29,9 @@ const requestTimeout = 10 * time.Second
 // listens, and stops listening when wire.EngineFD ends (the engine closed
 // it, or died). The processes it creates (inits and exec processes) are its
 // children: it reaps each and writes its wait status on the connection of
-// the request that made it, as a line "status N". It returns after
-// ServeIdle with no connection open.
+// the request that made it, as a line "status N". It returns once it has
+// stopped listening (the engine gone, or ServeIdle without a request) and
+// no process of its own is left.
 //
 // Its stderr is the engine's runtime.log: libcontainer's logger is the
 // process's, so its messages and the server's, each naming its container,
@@ -64,50 +65,67 @@ func Serve(path string, verbose bool) error {
 	}
 	_ = unix.Close(wire.ReadyFD)
 	warmCodecs()
-	var open atomic.Int64
-	var last atomic.Int64
+	// open counts the connections being answered or waiting for the
+	// process their request made; last is when one last ended.
+	var open, last atomic.Int64
 	last.Store(time.Now().UnixNano())
-	exit := func() {
-		// Leave the path to a newer server that may have taken it.
-		if fi, err := os.Stat(path); err == nil && os.SameFile(fi, mine) {
-			_ = os.Remove(path)
+	// stop closes the listener: no new request, once the engine has
+	// closed or died (wire.EngineFD ends) or after ServeIdle. A client
+	// whose connection was still queued reads ECONNRESET, so it knows its
+	// request was not read and starts a runtime of its own; every
+	// accepted connection is answered.
+	var stopping atomic.Bool
+	stop := func() {
+		if stopping.CompareAndSwap(false, true) {
+			_ = ln.Close()
 		}
-		os.Exit(0)
 	}
-	// The engine closing or gone (wire.EngineFD ends): no new request,
-	// and an exit as soon as no process of ours is left to wait for.
-	var draining atomic.Bool
 	go func() {
-		engine := os.NewFile(wire.EngineFD, "engine")
-		_, _ = io.Copy(io.Discard, engine)
-		draining.Store(true)
-		_ = ln.Close()
+		_, _ = io.Copy(io.Discard, os.NewFile(wire.EngineFD, "engine"))
+		stop()
 	}()
+	accepting := make(chan struct{})
 	go func() {
+		defer close(accepting)
 		for {
-			time.Sleep(ServeIdle / 60)
-			idle := time.Since(time.Unix(0, last.Load()))
-			if open.Load() == 0 && (draining.Load() || idle >= ServeIdle) {
-				exit()
+			c, err := ln.AcceptUnix()
+			if err != nil {
+				if !stopping.Load() {
+					slog.Error("runtime server stops taking requests", "err", err)
+					stop()
+				}
+				return
 			}
+			open.Add(1)
+			go func() {
+				defer func() {
+					last.Store(time.Now().UnixNano())
+					open.Add(-1)
+				}()
+				handle(c)
+			}()
 		}
 	}()
+	// It ends once stopped with nothing of its own left to wait for.
 	for {
-		c, err := ln.AcceptUnix()
-		if err != nil {
-			if draining.Load() {
-				select {} // the loop above exits
-			}
-			return err
+		time.Sleep(ServeIdle / 60)
+		if open.Load() > 0 {
+			continue
 		}
-		open.Add(1)
-		go func() {
-			defer func() {
-				last.Store(time.Now().UnixNano())
-				open.Add(-1)
-			}()
-			handle(c)
-		}()
+		if time.Since(time.Unix(0, last.Load())) >= ServeIdle {
+			stop()
+		}
+		if !stopping.Load() {
+			continue
+		}
+		<-accepting // every accepted connection is counted in open
+		if open.Load() == 0 {
+			// Leave the path to a newer server that may have taken it.
+			if fi, err := os.Stat(path); err == nil && os.SameFile(fi, mine) {
+				_ = os.Remove(path)
+			}
+			return nil
+		}
 	}
 }
 

@@ -151,14 +151,30 @@ func (s *server) askServer(req *wire.RuntimeRequest, files []*os.File) (reply *w
 	// Through the runtime's poller: a read that waits holds no thread.
 	_ = unix.SetNonblock(fd, true)
 	sock := os.NewFile(uintptr(fd), "runtime-server")
+	// A server that stops (idle, or its engine gone) closes its listener
+	// and answers every connection it accepted; one still queued is reset
+	// unread (ECONNRESET): the request was not read, so a runtime of our
+	// own makes it. A server that read it and died gives EOF: the step
+	// may have been done, and must not be done twice.
+	unread := func(err error) bool {
+		return errors.Is(err, unix.ECONNRESET) || errors.Is(err, unix.EPIPE)
+	}
 	if err := wire.SendRuntimeRequest(sock, req, files); err != nil {
 		_ = sock.Close()
+		if unread(err) {
+			s.log.warn("runtime server stopping; starting hutch-runtime", "err", err.Error())
+			return nil, nil, false, nil
+		}
 		return nil, nil, true, err
 	}
 	br := bufio.NewReader(sock)
 	reply = new(wire.RuntimeReply)
 	if err := wire.ReadJSONLine(br, reply); err != nil {
 		_ = sock.Close()
+		if unread(err) {
+			s.log.warn("runtime server stopping; starting hutch-runtime", "err", err.Error())
+			return nil, nil, false, nil
+		}
 		return nil, nil, true, wire.Wrap("runtime server", err)
 	}
 	if err := reply.Err(); err != nil || reply.Pid == 0 {

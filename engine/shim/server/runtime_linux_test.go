@@ -1,13 +1,18 @@
 package server
 
 import (
+	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hutch-engine/hutch/engine/shim/wire"
 )
 
 func TestParseStatus(t *testing.T) {
@@ -82,5 +87,118 @@ func TestExitOfPidfd(t *testing.T) {
 	}
 	if ws := exitOfPidfd(-1); !ws.Exited() || ws.ExitStatus() != 255 {
 		t.Errorf("no pidfd: status %#x, want exit 255", int(ws))
+	}
+}
+
+// serverAt listens on a unix socket in a temporary directory, as the
+// runtime server does, and returns a shim server that asks it.
+func serverAt(t *testing.T) (*server, *net.UnixListener) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "rt.sock")
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return &server{cfg: &wire.Config{ID: "c", RuntimeServer: path}, log: &logger{id: "c"}}, ln
+}
+
+// answer accepts one connection, reads its request, and has respond
+// write on it.
+func answer(t *testing.T, ln *net.UnixListener, respond func(c *net.UnixConn)) {
+	go func() {
+		c, err := ln.AcceptUnix()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		f, err := c.File()
+		if err != nil {
+			return
+		}
+		defer f.Close()
+		if _, files, err := wire.RecvRuntimeRequest(int(f.Fd())); err == nil {
+			for _, fl := range files {
+				fl.Close()
+			}
+			respond(c)
+		}
+	}()
+}
+
+var pauseReq = &wire.RuntimeRequest{Op: wire.RuntimePause, Bundle: "/b"}
+
+// A request still queued when the server stops is refused unread: the
+// shim makes it with a runtime of its own (ok false, no error).
+func TestAskServerStopping(t *testing.T) {
+	s, ln := serverAt(t)
+	raw, err := ln.File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	go func() {
+		// Once the connection is queued, the listener closes.
+		unix.Poll([]unix.PollFd{{Fd: int32(raw.Fd()), Events: unix.POLLIN}}, -1)
+		ln.Close()
+		raw.Close()
+	}()
+	reply, exited, ok, err := s.askServer(pauseReq, nil)
+	if ok || err != nil || reply != nil || exited != nil {
+		t.Errorf("queued request at the server's stop: %v %v %v %v, want a fallback", reply, exited, ok, err)
+	}
+}
+
+// A server that read the request and died may have done the step: an
+// error, never a second try.
+func TestAskServerDiesAfterRead(t *testing.T) {
+	s, ln := serverAt(t)
+	answer(t, ln, func(*net.UnixConn) {})
+	if _, _, ok, err := s.askServer(pauseReq, nil); !ok || err == nil {
+		t.Errorf("server died after reading: ok %v, err %v; want the error", ok, err)
+	}
+}
+
+// A process's status comes on the line after the reply; if the server
+// dies first, from the kernel (where it records it) or as 255.
+func TestAskServerStatus(t *testing.T) {
+	s, ln := serverAt(t)
+	answer(t, ln, func(c *net.UnixConn) {
+		wire.WriteJSONLine(c, &wire.RuntimeReply{Response: wire.Response{Pid: os.Getpid()}})
+		c.Write([]byte(wire.RuntimeStatusPrefix + "1536\n"))
+	})
+	_, exited, ok, err := s.askServer(pauseReq, nil)
+	if !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	if ws := <-exited; !ws.Exited() || ws.ExitStatus() != 6 {
+		t.Errorf("status %#x, want exit 6", int(ws))
+	}
+
+	cmd := exec.Command("/bin/sh", "-c", "read x; exit 9")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	answer(t, ln, func(c *net.UnixConn) {
+		wire.WriteJSONLine(c, &wire.RuntimeReply{Response: wire.Response{Pid: cmd.Process.Pid}})
+	})
+	_, exited, ok, err = s.askServer(pauseReq, nil)
+	if !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	go func() { _ = cmd.Wait() }()
+	stdin.Write([]byte("\n"))
+	ws := <-exited
+	if want := 9; !pidfdExitKnown(t) {
+		want = 255
+		if ws.ExitStatus() != want {
+			t.Errorf("status %#x without PIDFD_INFO_EXIT, want exit %d", int(ws), want)
+		}
+	} else if !ws.Exited() || ws.ExitStatus() != want {
+		t.Errorf("status %#x after the server's death, want exit %d", int(ws), want)
 	}
 }
