@@ -163,7 +163,7 @@ func handle(c *net.UnixConn) {
 		pidfd, _ = unix.PidfdOpen(reply.Pid, unix.PIDFD_NONBLOCK)
 	}
 	werr := wire.WriteJSONLine(f, reply)
-	if pidfd < 0 {
+	if err != nil || reply.Pid <= 0 {
 		return
 	}
 	ws, err := reap(pidfd, reply.Pid)
@@ -181,18 +181,20 @@ func serverLog(cfg *wire.Config) *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel})).With("container", cfg.ID)
 }
 
-// reap waits, on the poller, for the child pid (whose pidfd it takes) to
-// exit, and reaps it.
+// reap waits for the child pid to exit, on the poller through its pidfd
+// (which it takes), or in wait4 with no pidfd (-1), and reaps it.
 func reap(pidfd, pid int) (unix.WaitStatus, error) {
-	pf := os.NewFile(uintptr(pidfd), "pidfd")
-	defer pf.Close()
-	if rc, err := pf.SyscallConn(); err == nil {
-		// The poller forgets a readiness seen before Read began: ask the
-		// pidfd itself each time.
-		_ = rc.Read(func(fd uintptr) bool {
-			n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 0)
-			return n > 0 || (err != nil && err != unix.EINTR)
-		})
+	if pidfd >= 0 {
+		pf := os.NewFile(uintptr(pidfd), "pidfd")
+		defer pf.Close()
+		if rc, err := pf.SyscallConn(); err == nil {
+			// The poller forgets a readiness seen before Read began:
+			// ask the pidfd itself each time.
+			_ = rc.Read(func(fd uintptr) bool {
+				n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 0)
+				return n > 0 || (err != nil && err != unix.EINTR)
+			})
+		}
 	}
 	for {
 		var ws unix.WaitStatus
