@@ -139,8 +139,13 @@ func SendRuntimeRequest(sock *os.File, req *RuntimeRequest, files []*os.File) er
 	if serr != nil {
 		return Wrap("send to hutch-runtime", serr)
 	}
-	if _, err := sock.Write(b[n:]); err != nil {
-		return Wrap("send to hutch-runtime", err)
+	// Nothing more to write is no write at all: a runtime that has read
+	// the line may already have answered and closed, and a write of
+	// nothing to a closed peer fails (EPIPE) as a lost request would.
+	if n < len(b) {
+		if _, err := sock.Write(b[n:]); err != nil {
+			return Wrap("send to hutch-runtime", err)
+		}
 	}
 	return nil
 }
