@@ -34,10 +34,8 @@ func (e *Engine) reconcile(ctx context.Context) error {
 				return false, &container.ExitInfo{Code: st.ExitCode, FinishedAt: st.FinishedAt, OOMKilled: st.OOMKilled, Error: st.Error}
 			}
 		}
-		if c.Runtime.BundleDir != "" && e.opts.RuntimeBinary != "" {
-			// A shim killed with -9 may leave its container behind.
-			shim.Delete(ctx, e.opts.RuntimeBinary, c.Runtime.BundleDir)
-		}
+		// A shim killed with -9 may leave its container behind.
+		e.deleteLost(ctx, c)
 		return false, nil
 	}
 	remove := func(ctx context.Context, c *container.Container) error { return e.removeArtifacts(ctx, c) }

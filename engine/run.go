@@ -412,7 +412,9 @@ func (e *Engine) monitor(id string, client *shim.Client) {
 		return
 	}
 	if lost {
-		e.killLost(ctx, c)
+		if _, err := shim.Connect(ctx, c.Runtime.ShimSocket); errors.Is(err, shim.ErrNoShim) {
+			e.deleteLost(ctx, c)
+		}
 	}
 	endCleanup := e.phase("exit/cleanup", id)
 	e.joins.remove(id)
@@ -504,16 +506,13 @@ func (e *Engine) runtimeServer(c *container.Container) string {
 	return e.rtServer.Socket()
 }
 
-// killLost ends what c's shim, gone without an exit (killed with -9),
-// left running: its init and their processes would run on unseen, and
-// outlive the container's removal. containerd does the same for a dead
-// shim's task.
-func (e *Engine) killLost(ctx context.Context, c *container.Container) {
+// deleteLost has hutch-runtime kill and delete what c's shim, gone
+// without an exit (killed with -9), left running: its init and their
+// processes would run on unseen, and outlive the container's removal.
+// containerd does the same for a dead shim's task.
+func (e *Engine) deleteLost(ctx context.Context, c *container.Container) {
 	if e.opts.RuntimeBinary == "" || c.Runtime.BundleDir == "" {
 		return
-	}
-	if _, err := shim.Connect(ctx, c.Runtime.ShimSocket); !errors.Is(err, shim.ErrNoShim) {
-		return // it answers (or cannot be told from one that does)
 	}
 	if err := shim.Delete(ctx, e.opts.RuntimeBinary, c.Runtime.BundleDir); err != nil {
 		e.log.Warn("killing a container whose shim died", "container", c.ID, "err", err)

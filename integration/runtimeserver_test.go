@@ -3,7 +3,6 @@
 package integration
 
 import (
-	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -13,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/hutch-engine/hutch/engine/shim/pidfd"
 )
 
 // runtimeServer returns the pid of d's runtime server ("hutch-runtime
@@ -37,19 +36,6 @@ func containerPid(t *testing.T, d *daemon, c string) int {
 		t.Fatalf("pid of %s: %v", c, err)
 	}
 	return pid
-}
-
-// kernelRecordsExit reports whether the kernel keeps a reaped process's
-// status for its pidfds (PIDFD_INFO_EXIT, Linux 6.15): what a shim needs
-// to learn how its container ended after the runtime server died.
-func kernelRecordsExit(t *testing.T) bool {
-	var u unix.Utsname
-	if err := unix.Uname(&u); err != nil {
-		t.Fatal(err)
-	}
-	var major, minor int
-	fmt.Sscanf(unix.ByteSliceToString(u.Release[:]), "%d.%d", &major, &minor)
-	return major > 6 || major == 6 && minor >= 15
 }
 
 // One runtime server makes the containers' processes: the inits are its
@@ -95,7 +81,7 @@ func TestRuntimeServer(t *testing.T) {
 	code := dockerOK(t, d, "wait", "rs-exit")
 	dockerOK(t, d, "stop", "-t", "1", "rs-sleep")
 	stopped := dockerOK(t, d, "inspect", "-f", "{{.State.ExitCode}}", "rs-sleep")
-	if kernelRecordsExit(t) {
+	if pidfd.KernelKeepsExit() {
 		if code != "7" || stopped != "137" {
 			t.Errorf("after the server's death: wait = %s (want 7), stopped container's code %s (want 137)", code, stopped)
 		}

@@ -22,10 +22,10 @@ type RuntimeServer struct {
 	debug              bool
 	log                *slog.Logger
 
-	mu      sync.Mutex
-	running bool
-	closed  bool
-	// hold is the engine's end of the server's wire.EngineFD.
+	mu     sync.Mutex
+	closed bool
+	// hold is the engine's end of the server's wire.EngineFD while the
+	// server runs, nil when none does.
 	hold *os.File
 }
 
@@ -48,12 +48,11 @@ func (r *RuntimeServer) Socket() string {
 	if r.closed {
 		return ""
 	}
-	if !r.running {
+	if r.hold == nil {
 		if err := r.start(); err != nil {
 			r.log.Warn("runtime server did not start; shims start hutch-runtime themselves", "err", err)
 			return ""
 		}
-		r.running = true
 	}
 	return r.sock
 }
@@ -108,7 +107,6 @@ func (r *RuntimeServer) start() error {
 	go func() {
 		_ = cmd.Wait()
 		r.mu.Lock()
-		r.running = false
 		if r.hold == holdW {
 			r.hold = nil
 		}

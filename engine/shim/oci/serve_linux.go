@@ -14,6 +14,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
 
+	"github.com/hutch-engine/hutch/engine/shim/pidfd"
 	"github.com/hutch-engine/hutch/engine/shim/wire"
 )
 
@@ -154,19 +155,19 @@ func handle(c *net.UnixConn) {
 	for _, fl := range files {
 		_ = fl.Close()
 	}
-	pidfd := -1
+	var pf *os.File
 	if err != nil {
 		reply = &wire.RuntimeReply{Response: *wire.ErrorResponse(err)}
 	} else if reply.Pid > 0 {
 		// Before the reply: the process is ours until we reap it, so the
 		// pid names it.
-		pidfd, _ = unix.PidfdOpen(reply.Pid, unix.PIDFD_NONBLOCK)
+		pf, _ = pidfd.Open(reply.Pid)
 	}
 	werr := wire.WriteJSONLine(f, reply)
 	if err != nil || reply.Pid <= 0 {
 		return
 	}
-	ws, err := reap(pidfd, reply.Pid)
+	ws, err := reap(pf, reply.Pid)
 	if err != nil || werr != nil {
 		return
 	}
@@ -182,19 +183,11 @@ func serverLog(cfg *wire.Config) *slog.Logger {
 }
 
 // reap waits for the child pid to exit, on the poller through its pidfd
-// (which it takes), or in wait4 with no pidfd (-1), and reaps it.
-func reap(pidfd, pid int) (unix.WaitStatus, error) {
-	if pidfd >= 0 {
-		pf := os.NewFile(uintptr(pidfd), "pidfd")
-		defer pf.Close()
-		if rc, err := pf.SyscallConn(); err == nil {
-			// The poller forgets a readiness seen before Read began:
-			// ask the pidfd itself each time.
-			_ = rc.Read(func(fd uintptr) bool {
-				n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 0)
-				return n > 0 || (err != nil && err != unix.EINTR)
-			})
-		}
+// pf (which it closes), or in wait4 without one (nil), and reaps it.
+func reap(pf *os.File, pid int) (unix.WaitStatus, error) {
+	if pf != nil {
+		pidfd.Wait(pf)
+		_ = pf.Close()
 	}
 	for {
 		var ws unix.WaitStatus

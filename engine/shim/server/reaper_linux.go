@@ -1,11 +1,12 @@
 package server
 
 import (
-	"os"
 	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hutch-engine/hutch/engine/shim/pidfd"
 )
 
 // reaper collects every child of the shim (it is a subreaper, so orphans
@@ -85,19 +86,8 @@ func (r *reaper) spawn(start func() (int, error), settle time.Duration) (int, <-
 // watch wakes the reaper once pid has exited (settle later), and again
 // until its status is delivered.
 func (r *reaper) watch(pid int, settle time.Duration) {
-	if fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK); err == nil {
-		f := os.NewFile(uintptr(fd), "pidfd")
-		if rc, err := f.SyscallConn(); err == nil {
-			// Readable once the process has exited. The poller forgets a
-			// readiness it saw before Read began (Read resets it, as a
-			// read that found no data would), so each call asks the
-			// pidfd itself: a process that exited before would otherwise
-			// be waited for until the orphan sweep.
-			_ = rc.Read(func(fd uintptr) bool {
-				n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 0)
-				return n > 0 || (err != nil && err != unix.EINTR)
-			})
-		}
+	if f, err := pidfd.Open(pid); err == nil {
+		pidfd.Wait(f)
 		_ = f.Close()
 	}
 	if settle > 0 {

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hutch-engine/hutch/engine/shim/pidfd"
 	"github.com/hutch-engine/hutch/engine/shim/wire"
 )
 
@@ -153,25 +154,19 @@ func (s *server) askServer(req *wire.RuntimeRequest, files []*os.File) (reply *w
 	sock := os.NewFile(uintptr(fd), "runtime-server")
 	// A server that stops (idle, or its engine gone) closes its listener
 	// and answers every connection it accepted; one still queued is reset
-	// unread (ECONNRESET): the request was not read, so a runtime of our
-	// own makes it. A server that read it and died gives EOF: the step
-	// may have been done, and must not be done twice.
-	unread := func(err error) bool {
-		return errors.Is(err, unix.ECONNRESET) || errors.Is(err, unix.EPIPE)
-	}
-	if err := wire.SendRuntimeRequest(sock, req, files); err != nil {
-		_ = sock.Close()
-		if unread(err) {
-			s.log.warn("runtime server stopping; starting hutch-runtime", "err", err.Error())
-			return nil, nil, false, nil
-		}
-		return nil, nil, true, err
-	}
+	// unread (ECONNRESET, or EPIPE on the send): the request was not
+	// read, so a runtime of our own makes it. A server that read it and
+	// died gives EOF: the step may have been done, and must not be done
+	// twice.
 	br := bufio.NewReader(sock)
 	reply = new(wire.RuntimeReply)
-	if err := wire.ReadJSONLine(br, reply); err != nil {
+	err = wire.SendRuntimeRequest(sock, req, files)
+	if err == nil {
+		err = wire.ReadJSONLine(br, reply)
+	}
+	if err != nil {
 		_ = sock.Close()
-		if unread(err) {
+		if errors.Is(err, unix.ECONNRESET) || errors.Is(err, unix.EPIPE) {
 			s.log.warn("runtime server stopping; starting hutch-runtime", "err", err.Error())
 			return nil, nil, false, nil
 		}
@@ -184,20 +179,20 @@ func (s *server) askServer(req *wire.RuntimeRequest, files []*os.File) (reply *w
 	// A pidfd now, while the process cannot have been reaped (the server
 	// reaps it only after its status line is due): if the server dies,
 	// the status is asked of the kernel.
-	pidfd, _ := unix.PidfdOpen(reply.Pid, 0)
+	pf, _ := pidfd.Open(reply.Pid)
 	ch := make(chan unix.WaitStatus, 1)
 	go func() {
 		defer sock.Close()
 		line, err := br.ReadString('\n')
 		if ws, ok := parseStatus(line); err == nil && ok {
-			if pidfd >= 0 {
-				_ = unix.Close(pidfd)
+			if pf != nil {
+				_ = pf.Close()
 			}
 			ch <- ws
 			return
 		}
 		s.log.warn("runtime server gone before the process ended", "pid", itoa(reply.Pid))
-		ch <- exitOfPidfd(pidfd)
+		ch <- exitOfPidfd(pf)
 	}()
 	return reply, ch, true, nil
 }
@@ -212,37 +207,17 @@ func parseStatus(line string) (unix.WaitStatus, bool) {
 	return unix.WaitStatus(n), err == nil
 }
 
-// exitOfPidfd waits for the process of pidfd, which is not our child, to
-// end and asks the kernel how it ended (PIDFD_INFO_EXIT, Linux 6.15), and
-// closes pidfd. Where the kernel cannot tell, the status is exit code 255,
-// Docker's unknown.
-func exitOfPidfd(pidfd int) unix.WaitStatus {
-	unknown := unix.WaitStatus(255 << 8)
-	if pidfd < 0 {
-		return unknown
+// exitOfPidfd waits for the process of pf, which is not our child, to
+// end and asks the kernel how it ended (pidfd.Exit), and closes pf. Where
+// the kernel cannot tell, or without pf (nil), the status is exit code
+// 255, Docker's unknown.
+func exitOfPidfd(pf *os.File) unix.WaitStatus {
+	if pf == nil {
+		return unix.WaitStatus(255 << 8)
 	}
-	defer unix.Close(pidfd)
-	for {
-		n, err := unix.Poll([]unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}, -1)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil || n > 0 {
-			break
-		}
+	defer pf.Close()
+	if ws, ok := pidfd.Exit(pf); ok {
+		return ws
 	}
-	// The exit is recorded when the process is reaped, by whoever is its
-	// parent now.
-	for delay := time.Millisecond; delay < 5*time.Second; delay *= 2 {
-		info := unix.PidfdInfo{Mask: unix.PIDFD_INFO_EXIT}
-		err := unix.IoctlPidfdInfo(pidfd, &info)
-		if err != nil && err != unix.ESRCH {
-			return unknown
-		}
-		if err == nil && info.Mask&unix.PIDFD_INFO_EXIT != 0 {
-			return unix.WaitStatus(info.Exit_code)
-		}
-		time.Sleep(delay)
-	}
-	return unknown
+	return unix.WaitStatus(255 << 8)
 }

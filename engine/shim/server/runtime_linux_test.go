@@ -5,13 +5,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hutch-engine/hutch/engine/shim/pidfd"
 	"github.com/hutch-engine/hutch/engine/shim/wire"
 )
 
@@ -36,24 +35,10 @@ func TestParseStatus(t *testing.T) {
 	}
 }
 
-// pidfdExitKnown reports whether the kernel records a reaped process's
-// status for its pidfds (PIDFD_INFO_EXIT, Linux 6.15).
-func pidfdExitKnown(t *testing.T) bool {
-	var u unix.Utsname
-	if err := unix.Uname(&u); err != nil {
-		t.Fatal(err)
-	}
-	major, rest, _ := strings.Cut(unix.ByteSliceToString(u.Release[:]), ".")
-	minor, _, _ := strings.Cut(rest, ".")
-	ma, _ := strconv.Atoi(major)
-	mi, _ := strconv.Atoi(strings.TrimRightFunc(minor, func(r rune) bool { return r < '0' || r > '9' }))
-	return ma > 6 || ma == 6 && mi >= 15
-}
-
 // The status of a process that another reaps: as it ended where the
 // kernel tells, else 255.
 func TestExitOfPidfd(t *testing.T) {
-	known := pidfdExitKnown(t)
+	known := pidfd.KernelKeepsExit()
 	for _, tc := range []struct {
 		script string
 		want   func(unix.WaitStatus) bool
@@ -69,7 +54,7 @@ func TestExitOfPidfd(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		pidfd, err := unix.PidfdOpen(cmd.Process.Pid, 0)
+		pf, err := pidfd.Open(cmd.Process.Pid)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,7 +62,7 @@ func TestExitOfPidfd(t *testing.T) {
 		// watches.
 		go func() { _ = cmd.Wait() }()
 		stdin.Write([]byte("go\n"))
-		ws := exitOfPidfd(pidfd)
+		ws := exitOfPidfd(pf)
 		switch {
 		case known && !tc.want(ws):
 			t.Errorf("%s: status %#x", tc.script, int(ws))
@@ -85,7 +70,7 @@ func TestExitOfPidfd(t *testing.T) {
 			t.Errorf("%s: status %#x on a kernel without PIDFD_INFO_EXIT, want exit 255", tc.script, int(ws))
 		}
 	}
-	if ws := exitOfPidfd(-1); !ws.Exited() || ws.ExitStatus() != 255 {
+	if ws := exitOfPidfd(nil); !ws.Exited() || ws.ExitStatus() != 255 {
 		t.Errorf("no pidfd: status %#x, want exit 255", int(ws))
 	}
 }
@@ -193,7 +178,7 @@ func TestAskServerStatus(t *testing.T) {
 	go func() { _ = cmd.Wait() }()
 	stdin.Write([]byte("\n"))
 	ws := <-exited
-	if want := 9; !pidfdExitKnown(t) {
+	if want := 9; !pidfd.KernelKeepsExit() {
 		want = 255
 		if ws.ExitStatus() != want {
 			t.Errorf("status %#x without PIDFD_INFO_EXIT, want exit %d", int(ws), want)
