@@ -2,7 +2,6 @@ package engine
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -12,6 +11,8 @@ import (
 	"time"
 
 	containertypes "github.com/moby/moby/api/types/container"
+
+	"github.com/hutch-engine/hutch/internal/procstat"
 )
 
 // StatsRequest is GET /containers/{id}/stats.
@@ -137,11 +138,8 @@ func procStats(initPid int, shared bool, s *containertypes.StatsResponse) {
 // statFields are the fields of /proc/pid/stat after the command's name,
 // from the state on.
 func statFields(pid string) []string {
-	b, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
-	if err != nil {
-		return nil
-	}
-	return strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	_, f, _ := procstat.Read(pid)
+	return f
 }
 
 func num(s string) uint64 {

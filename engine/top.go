@@ -14,6 +14,7 @@ import (
 
 	"github.com/containerd/errdefs"
 	"github.com/hutch-engine/hutch/engine/container"
+	"github.com/hutch-engine/hutch/internal/procstat"
 	containertypes "github.com/moby/moby/api/types/container"
 	eventtypes "github.com/moby/moby/api/types/events"
 	"golang.org/x/sys/unix"
@@ -141,13 +142,8 @@ func descendantOf(pid string, ancestor int) bool {
 
 // psRow renders one process like ps -ef.
 func psRow(pid string, boot time.Time) []string {
-	st, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
-	if err != nil {
-		return nil
-	}
-	s := string(st)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 20 {
+	comm, f, ok := procstat.Read(pid)
+	if !ok || len(f) < 20 {
 		return nil
 	}
 	ppid := f[1]
@@ -172,7 +168,7 @@ func psRow(pid string, boot time.Time) []string {
 	cmd, _ := os.ReadFile(filepath.Join("/proc", pid, "cmdline"))
 	args := strings.TrimRight(strings.ReplaceAll(string(cmd), "\x00", " "), " ")
 	if args == "" {
-		args = "[" + s[strings.IndexByte(s, '(')+1:strings.LastIndexByte(s, ')')] + "]"
+		args = "[" + comm + "]"
 	}
 	stimeCol := started.Format("15:04")
 	if time.Since(started) > 24*time.Hour {

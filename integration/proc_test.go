@@ -8,34 +8,24 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/hutch-engine/hutch/internal/procstat"
 )
 
 // children lists the pids whose parent is pid.
 func children(t testing.TB, pid int) []int {
 	t.Helper()
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []int
-	for _, e := range ents {
-		if p, err := strconv.Atoi(e.Name()); err == nil && parentOf(p) == pid {
-			out = append(out, p)
-		}
+	for _, p := range procstat.Children(pid) {
+		out = append(out, p.PID)
 	}
 	return out
 }
 
 // parentOf is the parent pid of pid, 0 if it is gone.
 func parentOf(pid int) int {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return 0
-	}
-	// pid (comm) state ppid …; comm may hold spaces, so cut at the last ')'.
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 2 {
+	_, f, ok := procstat.Read(strconv.Itoa(pid))
+	if !ok {
 		return 0
 	}
 	ppid, _ := strconv.Atoi(f[1])

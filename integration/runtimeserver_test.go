@@ -3,16 +3,22 @@
 package integration
 
 import (
+	"context"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/moby/moby/client"
+
 	"github.com/hutch-engine/hutch/engine/shim/pidfd"
+	"github.com/hutch-engine/hutch/internal/procstat"
 )
 
 // runtimeServer returns the pid of d's runtime server ("hutch-runtime
@@ -143,4 +149,76 @@ func firstArg(args []string) string {
 		return ""
 	}
 	return args[0]
+}
+
+// Execs racing the end of their container leave nothing behind: the
+// container's stop returns and the runtime server keeps no zombie child.
+// An exec whose process was killed in the dying pid namespace left it a
+// zombie of the server's there, and the namespace's init could not finish
+// dying: the container never exited and `stop -t 0` hung (seen in
+// TestTestcontainersNode, a health check every 200 ms racing the stop).
+func TestExecRacingStop(t *testing.T) {
+	d, ref := pulled(t)
+	api := d.Client(t)
+	ctx := context.Background()
+	for i := range 6 {
+		name := fmt.Sprintf("rs-race-%d", i)
+		dockerOK(t, d, "run", "-d", "--name", name, ref, "sleep", "300")
+		done := make(chan struct{})
+		var wg sync.WaitGroup
+		for range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					select {
+					case <-done:
+						return
+					default:
+					}
+					// Errors are expected once the container is going.
+					ex, err := api.ExecCreate(ctx, name, client.ExecCreateOptions{Cmd: []string{"true"}})
+					if err == nil {
+						_, _ = api.ExecStart(ctx, ex.ID, client.ExecStartOptions{Detach: true})
+					}
+				}
+			}()
+		}
+		time.Sleep(time.Duration(50+20*i) * time.Millisecond)
+		stopped := make(chan error, 1)
+		go func() {
+			_, err := d.Docker(t, "stop", "-t", "0", name)
+			stopped <- err
+		}()
+		select {
+		case err := <-stopped:
+			if err != nil {
+				t.Errorf("stop %s: %v", name, err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("stop -t 0 of %s with execs racing it hung\n%s", name, tail(d.Log(), 20))
+		}
+		close(done)
+		wg.Wait()
+	}
+	srv := runtimeServer(t, d)
+	if srv == 0 {
+		t.Fatal("no runtime server")
+	}
+	// The server sweeps what failed calls left within a second.
+	var zombies []int
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		zombies = zombies[:0]
+		for _, p := range procstat.Children(srv) {
+			if p.State == "Z" {
+				zombies = append(zombies, p.PID)
+			}
+		}
+		if len(zombies) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if len(zombies) > 0 {
+		t.Errorf("the runtime server keeps %d zombie children: %v", len(zombies), zombies)
+	}
 }

@@ -1,7 +1,6 @@
 package rootless
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -20,6 +19,8 @@ import (
 	"github.com/rootless-containers/rootlesskit/v3/pkg/parent"
 	"github.com/rootless-containers/rootlesskit/v3/pkg/port"
 	"github.com/rootless-containers/rootlesskit/v3/pkg/port/builtin"
+
+	"github.com/hutch-engine/hutch/internal/procstat"
 )
 
 // IDMap names the id mapping of the user namespace.
@@ -138,20 +139,9 @@ func reapEngine(comm string, limit time.Duration) (int, bool) {
 		comm = comm[:15]
 	}
 	pid := 0
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...
-		open, close := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
-		if open < 0 || close < open {
-			continue
-		}
-		f := strings.Fields(string(b[close+1:]))
-		if string(b[open+1:close]) == comm && len(f) > 1 && f[1] == strconv.Itoa(os.Getpid()) {
-			pid, _ = strconv.Atoi(e.Name())
+	for _, p := range procstat.Children(os.Getpid()) {
+		if p.Comm == comm {
+			pid = p.PID
 			break
 		}
 	}

@@ -110,6 +110,7 @@ func Serve(path string, verbose bool) error {
 	// It ends once stopped with nothing of its own left to wait for.
 	for {
 		time.Sleep(ServeIdle / 60)
+		lost.sweep()
 		if open.Load() > 0 {
 			continue
 		}
@@ -151,28 +152,37 @@ func handle(c *net.UnixConn) {
 		_ = lf.Close()
 		delete(files, wire.FileLog)
 	}
+	lost.begin()
 	reply, err := serve(req, files, serverLog)
 	for _, fl := range files {
 		_ = fl.Close()
 	}
 	var pf *os.File
 	if err != nil {
+		lost.end(0, true)
 		reply = &wire.RuntimeReply{Response: *wire.ErrorResponse(err)}
-	} else if reply.Pid > 0 {
-		// Before the reply: the process is ours until we reap it, so the
-		// pid names it.
-		pf, _ = pidfd.Open(reply.Pid)
+	} else {
+		lost.end(reply.Pid, false)
+		if reply.Pid > 0 {
+			// Before the reply: the process is ours until we reap it, so
+			// the pid names it.
+			pf, _ = pidfd.Open(reply.Pid)
+		}
 	}
 	werr := wire.WriteJSONLine(f, reply)
 	if err != nil || reply.Pid <= 0 {
 		return
 	}
 	ws, err := reap(pf, reply.Pid)
+	lost.reaped(reply.Pid)
 	if err != nil || werr != nil {
 		return
 	}
 	_, _ = f.Write([]byte(wire.RuntimeStatusPrefix + strconv.Itoa(int(ws)) + "\n"))
 }
+
+// lost reaps the server's children that failed calls left.
+var lost orphans
 
 // logLevel is the level of the server's own messages.
 var logLevel = slog.LevelInfo
