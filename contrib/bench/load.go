@@ -28,6 +28,10 @@ type Load struct {
 	// after the burst began, in the order of Latency.Samples: it shows
 	// whether the slowest were the first wave or a slow spell later.
 	StartsMs []float64 `json:"starts_ms,omitempty"`
+	// StepsMs is each concurrent container's time in its calls (create,
+	// start, wait, remove: loadSteps), in the order of Latency.Samples:
+	// where the slowest lost their time.
+	StepsMs [][len(loadSteps)]float64 `json:"steps_ms,omitempty"`
 	// CPU is where the machine's CPU time went during the burst.
 	CPU CPUUse `json:"cpu"`
 }
@@ -36,15 +40,9 @@ type Load struct {
 // the burst), its latency, and whether it was of the first wave (among
 // the first Clients to start). ok is false without start times.
 func (l *Load) slowest() (startMs, latencyMs float64, firstWave, ok bool) {
-	s := l.Latency.Samples
-	if len(s) == 0 || len(l.StartsMs) != len(s) {
+	i := l.slowestIndex()
+	if i < 0 || len(l.StartsMs) != len(l.Latency.Samples) {
 		return 0, 0, false, false
-	}
-	i := 0
-	for j, v := range s {
-		if v > s[i] {
-			i = j
-		}
 	}
 	earlier := 0
 	for _, t := range l.StartsMs {
@@ -52,7 +50,33 @@ func (l *Load) slowest() (startMs, latencyMs float64, firstWave, ok bool) {
 			earlier++
 		}
 	}
-	return l.StartsMs[i], s[i], earlier < l.Clients, true
+	return l.StartsMs[i], l.Latency.Samples[i], earlier < l.Clients, true
+}
+
+// slowestIndex is the index of the slowest concurrent container's
+// latency, -1 with none.
+func (l *Load) slowestIndex() int {
+	s := l.Latency.Samples
+	if len(s) == 0 {
+		return -1
+	}
+	i := 0
+	for j, v := range s {
+		if v > s[i] {
+			i = j
+		}
+	}
+	return i
+}
+
+// slowestSteps is the time of each call of the slowest concurrent
+// container (loadSteps); ok is false without them.
+func (l *Load) slowestSteps() (steps [len(loadSteps)]float64, ok bool) {
+	i := l.slowestIndex()
+	if i < 0 || len(l.StepsMs) != len(l.Latency.Samples) {
+		return steps, false
+	}
+	return l.StepsMs[i], true
 }
 
 // benchLoad times the steps one container at a time (the single container
@@ -70,7 +94,7 @@ func benchLoad(ctx context.Context, e *env, res *Results) error {
 	l.Clients, l.Containers = e.cfg.clients, e.cfg.containers
 	single := func(runs int) error {
 		for range runs {
-			t, err := oneContainer(ctx, d.api, e.busybox)
+			t, _, err := oneContainer(ctx, d.api, e.busybox)
 			if err != nil {
 				return fmt.Errorf("single container: %w (daemon log %s)", err, d.logPath)
 			}
@@ -79,7 +103,7 @@ func benchLoad(ctx context.Context, e *env, res *Results) error {
 		return nil
 	}
 	for range warmups {
-		if _, err := oneContainer(ctx, d.api, e.busybox); err != nil {
+		if _, _, err := oneContainer(ctx, d.api, e.busybox); err != nil {
 			return fmt.Errorf("single container: %w (daemon log %s)", err, d.logPath)
 		}
 	}
@@ -108,7 +132,7 @@ func benchLoad(ctx context.Context, e *env, res *Results) error {
 			defer wg.Done()
 			for range n {
 				began := time.Since(t0)
-				t, err := oneContainer(ctx, api, e.busybox)
+				t, steps, err := oneContainer(ctx, api, e.busybox)
 				mu.Lock()
 				if err != nil {
 					l.Failures++
@@ -118,6 +142,7 @@ func benchLoad(ctx context.Context, e *env, res *Results) error {
 				} else {
 					l.Latency.add(t)
 					l.StartsMs = append(l.StartsMs, float64(began.Microseconds())/1000)
+					l.StepsMs = append(l.StepsMs, steps)
 				}
 				mu.Unlock()
 			}
@@ -141,32 +166,48 @@ func benchLoad(ctx context.Context, e *env, res *Results) error {
 // singleRuns is how many containers are timed one at a time.
 const singleRuns = 20
 
-// oneContainer creates, starts, waits for and removes one `true`.
-func oneContainer(ctx context.Context, api *client.Client, ref string) (time.Duration, error) {
+// loadSteps name the calls of one container of the concurrency figure.
+var loadSteps = [...]string{"create", "start", "wait", "remove"}
+
+// oneContainer creates, starts, waits for and removes one `true`; it
+// returns the time of the whole and of each call (loadSteps; the wait's
+// registration counts in the start).
+func oneContainer(ctx context.Context, api *client.Client, ref string) (time.Duration, [len(loadSteps)]float64, error) {
+	var steps [len(loadSteps)]float64
 	t0 := time.Now()
+	mark := t0
+	step := func(i int) {
+		now := time.Now()
+		steps[i] = float64(now.Sub(mark).Microseconds()) / 1000
+		mark = now
+	}
 	created, err := api.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Config: &containertypes.Config{Image: ref, Cmd: []string{"true"}},
 	})
 	if err != nil {
-		return 0, fmt.Errorf("create: %w", err)
+		return 0, steps, fmt.Errorf("create: %w", err)
 	}
+	step(0)
 	wait := api.ContainerWait(ctx, created.ID, client.ContainerWaitOptions{Condition: containertypes.WaitConditionNextExit})
 	if _, err := api.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
 		api.ContainerRemove(context.WithoutCancel(ctx), created.ID, client.ContainerRemoveOptions{Force: true})
-		return 0, fmt.Errorf("start: %w", err)
+		return 0, steps, fmt.Errorf("start: %w", err)
 	}
+	step(1)
 	select {
 	case r := <-wait.Result:
 		if r.StatusCode != 0 {
-			return 0, fmt.Errorf("exit status %d", r.StatusCode)
+			return 0, steps, fmt.Errorf("exit status %d", r.StatusCode)
 		}
 	case err := <-wait.Error:
-		return 0, fmt.Errorf("wait: %w", err)
+		return 0, steps, fmt.Errorf("wait: %w", err)
 	case <-ctx.Done():
-		return 0, ctx.Err()
+		return 0, steps, ctx.Err()
 	}
+	step(2)
 	if _, err := api.ContainerRemove(ctx, created.ID, client.ContainerRemoveOptions{}); err != nil {
-		return 0, fmt.Errorf("remove: %w", err)
+		return 0, steps, fmt.Errorf("remove: %w", err)
 	}
-	return time.Since(t0), nil
+	step(3)
+	return time.Since(t0), steps, nil
 }

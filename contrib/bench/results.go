@@ -159,6 +159,14 @@ func (r *Results) printTable(w io.Writer) {
 				wave = "of the first wave"
 			}
 			fmt.Fprintf(w, "; the slowest (%.0f ms) started %.2f s in, %s", lat, start/1000, wave)
+			if steps, ok := l.slowestSteps(); ok {
+				sep := " ("
+				for i, n := range loadSteps {
+					fmt.Fprintf(w, "%s%s %.0f", sep, n, steps[i])
+					sep = ", "
+				}
+				fmt.Fprintf(w, " ms)")
+			}
 		}
 		fmt.Fprintln(w)
 		if c := l.CPU; c.Hutch > 0 {
