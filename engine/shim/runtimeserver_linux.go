@@ -83,8 +83,9 @@ func (r *RuntimeServer) start() error {
 	}
 	defer holdR.Close()
 	cmd.ExtraFiles = []*os.File{readyW, holdR} // wire.ReadyFD, wire.EngineFD
-	// Its own session: a signal to the engine's group is not for it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	// Its own process group (not session: see spawn): a signal to the
+	// engine's group is not for it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// One P in the environment, for the inits it starts (wire.OneP); the
 	// server sets its own.
 	cmd.Env = wire.OneP(os.Environ())

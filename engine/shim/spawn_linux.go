@@ -95,9 +95,12 @@ func spawn(opts StartOptions) (*os.Process, *os.File, error) {
 	cmd.Dir = opts.BundleDir
 	cmd.Stdout, cmd.Stderr = shimLog, shimLog
 	cmd.ExtraFiles = []*os.File{readyW}
-	// Own session and process group: terminal signals meant for the
-	// engine never reach the shim, and it outlives the engine.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	// Its own process group: terminal signals meant for the engine never
+	// reach the shim, and it outlives the engine. Not its own session: each
+	// session is a scheduling group of its own where the kernel groups by
+	// session (sched_autogroup), and one per shim cost bursts of starts
+	// about a tenth of their throughput (docs/architecture.md).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Env = wire.OneP(os.Environ())
 	err = cmd.Start()
 	_ = readyW.Close()

@@ -119,7 +119,7 @@ func spawnWarm(binary, runtime string, served bool) (*warmShim, error) {
 	cmd.Dir = "/"
 	// fd 3 is the ready pipe, fd 4 the control pipe (server.controlFD).
 	cmd.ExtraFiles = []*os.File{readyW, ctlR}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // as spawn's
 	cmd.Env = wire.OneP(os.Environ())
 	err = cmd.Start()
 	readyW.Close()
