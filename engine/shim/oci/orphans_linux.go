@@ -26,9 +26,12 @@ import (
 // no orphan left alive.
 type orphans struct {
 	mu       sync.Mutex
-	inflight int          // libcontainer calls under way
-	known    map[int]bool // processes requests made, reaped by their handlers
-	dirty    bool         // a call failed and its orphans may be left
+	inflight int // libcontainer calls under way
+	// known are the processes requests made, which their handlers reap;
+	// a count, as a pid reused before its first owner's reaped is known
+	// twice.
+	known map[int]int
+	dirty bool // a call failed and its orphans may be left
 }
 
 // begin marks a libcontainer call under way.
@@ -45,9 +48,9 @@ func (o *orphans) end(pid int, failed bool) {
 	defer o.mu.Unlock()
 	if pid > 0 {
 		if o.known == nil {
-			o.known = map[int]bool{}
+			o.known = map[int]int{}
 		}
-		o.known[pid] = true
+		o.known[pid]++
 	}
 	o.inflight--
 	if failed {
@@ -59,7 +62,9 @@ func (o *orphans) end(pid int, failed bool) {
 // reaped says the handler has reaped pid.
 func (o *orphans) reaped(pid int) {
 	o.mu.Lock()
-	delete(o.known, pid)
+	if o.known[pid]--; o.known[pid] <= 0 {
+		delete(o.known, pid)
+	}
 	o.mu.Unlock()
 }
 
@@ -77,7 +82,7 @@ func (o *orphans) sweepLocked() {
 	}
 	alive := false
 	for _, c := range procstat.Children(os.Getpid()) {
-		if o.known[c.PID] {
+		if o.known[c.PID] > 0 {
 			continue
 		}
 		if c.State != "Z" {

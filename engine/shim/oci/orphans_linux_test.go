@@ -100,3 +100,21 @@ func TestOrphansSweptOnceExited(t *testing.T) {
 		t.Fatalf("orphan left after it exited: state %q, dirty %v", s, o.dirty)
 	}
 }
+
+// A pid reused by a new request's process before the first owner's
+// handler says it reaped it stays known.
+func TestOrphansPidKnownTwice(t *testing.T) {
+	var o orphans
+	reused := child(t, "true")
+	waitZombie(t, reused)
+	o.begin()
+	o.end(reused, false) // the first owner
+	o.begin()
+	o.end(reused, false) // its pid's next owner, before the first's reaped
+	o.reaped(reused)
+	o.begin()
+	o.end(0, true)
+	if state(reused) != "Z" {
+		t.Fatal("the next owner's process was swept")
+	}
+}
