@@ -81,6 +81,6 @@ while IFS=: read -r file name; do
 	fi
 	n=$((n + 1))
 done < <(grep -rho --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*' . | sort -u | while read -r _ fn; do
-	grep -rl --include='*_test.go' "^func $fn(" . | head -1 | sed "s|^\./||;s|\$|:$fn|"
+	grep -rl --include='*_test.go' "^func $fn(" . | sed "s|^\./||;s|\$|:$fn|"
 done)
 echo "fuzz: $n targets ran without a failure"
