@@ -88,6 +88,7 @@ func (e *Engine) attachLive(ctx context.Context, id string, opts shim.AttachOpti
 		e.runs.mu.Unlock()
 		a, err := client.Attach(ctx, opts)
 		if err == nil {
+			e.runs.addAttached(id, a)
 			attached()
 		}
 		return a, err

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -35,6 +36,9 @@ type runs struct {
 	// held lets go of the mounts a running container's start made for
 	// it: its tmpfs volumes, a shareable /dev/shm.
 	held map[string]func()
+	// attached are the live attachments to a container's output: its
+	// exit is recorded once they have passed on all of it.
+	attached map[string][]*shim.Attachment
 }
 
 type pendingAttach struct {
@@ -50,7 +54,7 @@ type attachResult struct {
 }
 
 func newRuns() *runs {
-	return &runs{shims: map[string]*shim.Client{}, pending: map[string][]*pendingAttach{}, starting: map[string]chan struct{}{}, removing: map[string]int{}, held: map[string]func(){}}
+	return &runs{shims: map[string]*shim.Client{}, pending: map[string][]*pendingAttach{}, starting: map[string]chan struct{}{}, removing: map[string]int{}, held: map[string]func(){}, attached: map[string][]*shim.Attachment{}}
 }
 
 // releaseHeld lets go of the mounts container id's run holds (runs.held),
@@ -196,6 +200,9 @@ func (e *Engine) start(ctx context.Context, c *container.Container, byPolicy boo
 	e.runs.mu.Unlock()
 	for _, p := range pending {
 		a, err := client.Attach(context.WithoutCancel(ctx), p.opts)
+		if err == nil {
+			e.runs.addAttached(c.ID, a)
+		}
 		p.done <- attachResult{a: a, err: err}
 	}
 	endRun := e.phase("start/run", c.ID)
@@ -404,6 +411,7 @@ func (e *Engine) monitor(id string, client *shim.Client) {
 	e.runs.mu.Lock()
 	delete(e.runs.shims, id)
 	e.runs.mu.Unlock()
+	e.runs.drainAttached(id, attachDrain)
 	e.stopHealth(id)
 	e.releaseHeld(id)
 	c, err := e.containers.Get(ctx, id)
@@ -516,5 +524,47 @@ func (e *Engine) deleteLost(ctx context.Context, c *container.Container) {
 	}
 	if err := shim.Delete(ctx, e.opts.RuntimeBinary, c.Runtime.BundleDir); err != nil {
 		e.log.Warn("killing a container whose shim died", "container", c.ID, "err", err)
+	}
+}
+
+// attachDrain bounds how long a container's exit waits for its attached
+// clients to be sent the last of its output (Docker waits 2 s too).
+const attachDrain = 2 * time.Second
+
+// addAttached keeps a live attachment to id's output, dropping those that
+// have ended.
+func (r *runs) addAttached(id string, a *shim.Attachment) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	live := slices.DeleteFunc(r.attached[id], func(o *shim.Attachment) bool {
+		select {
+		case <-o.Done():
+			return true
+		default:
+			return false
+		}
+	})
+	r.attached[id] = append(live, a)
+}
+
+// drainAttached waits, up to limit, until every attachment to id's output
+// has passed all of it on, and forgets them: a client that attached, then
+// waited (docker run, dockerode's run) has the output before the exit.
+func (r *runs) drainAttached(id string, limit time.Duration) {
+	r.mu.Lock()
+	list := r.attached[id]
+	delete(r.attached, id)
+	r.mu.Unlock()
+	if len(list) == 0 {
+		return
+	}
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	for _, a := range list {
+		select {
+		case <-a.Done():
+		case <-t.C:
+			return
+		}
 	}
 }
