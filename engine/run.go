@@ -532,10 +532,14 @@ func (e *Engine) deleteLost(ctx context.Context, c *container.Container) {
 const attachDrain = 2 * time.Second
 
 // addAttached keeps a live attachment to id's output, dropping those that
-// have ended.
+// have ended; none once the container's exit is being recorded (its
+// monitor dropped the shim), which would keep it for nothing.
 func (r *runs) addAttached(id string, a *shim.Attachment) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.shims[id] == nil {
+		return
+	}
 	live := slices.DeleteFunc(r.attached[id], func(o *shim.Attachment) bool {
 		select {
 		case <-o.Done():
