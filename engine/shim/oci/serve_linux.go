@@ -159,16 +159,13 @@ func handle(c *net.UnixConn) {
 	}
 	var pf *os.File
 	if err != nil {
-		lost.end(0, true)
 		reply = &wire.RuntimeReply{Response: *wire.ErrorResponse(err)}
-	} else {
-		lost.end(reply.Pid, false)
-		if reply.Pid > 0 {
-			// Before the reply: the process is ours until we reap it, so
-			// the pid names it.
-			pf, _ = pidfd.Open(reply.Pid)
-		}
+	} else if reply.Pid > 0 {
+		// Before the reply: the process is ours until we reap it, so the
+		// pid names it.
+		pf, _ = pidfd.Open(reply.Pid)
 	}
+	lost.end(reply.Pid, err != nil)
 	werr := wire.WriteJSONLine(f, reply)
 	if err != nil || reply.Pid <= 0 {
 		return
