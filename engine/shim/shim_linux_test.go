@@ -3,6 +3,7 @@ package shim_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"strconv"
@@ -511,6 +512,45 @@ func TestExec(t *testing.T) {
 			t.Errorf("duplicate exec id: %v", err)
 		}
 	})
+}
+
+// An ended exec leaves nothing open in the shim: a health check execs
+// every few seconds for as long as its container runs.
+func TestExecsLeaveNoFiles(t *testing.T) {
+	ctx := testCtx(t)
+	c, err := shim.Start(ctx, newOpts(t, testSpec("sleep", "100")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Kill(ctx, syscall.SIGKILL)
+	st, err := c.State(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fds := func() int {
+		ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", st.ShimPid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ents)
+	}
+	exec := func(i int, tty bool) {
+		p := *testSpec("sh", "-c", "echo out; echo err >&2").Process
+		p.Terminal = tty
+		var out, serr syncBuffer
+		exit, err := c.Exec(ctx, shim.ExecOptions{ID: fmt.Sprintf("x%d", i), Process: p, Stdout: &out, Stderr: &serr})
+		if err != nil || exit.ExitCode != 0 || !strings.Contains(out.String(), "out") {
+			t.Fatalf("exec %d: %+v %v, stdout %q", i, exit, err, out.String())
+		}
+	}
+	exec(0, false) // the shim's first exec opens what it keeps (its runtime's socket)
+	before := fds()
+	for i := 1; i <= 10; i++ {
+		exec(i, i%2 == 0)
+	}
+	if after := fds(); after > before {
+		t.Errorf("the shim has %d open files after 10 more execs, %d before", after, before)
+	}
 }
 
 func TestExecNotRunning(t *testing.T) {

@@ -220,6 +220,11 @@ func (pr *proc) copyOut(o output) {
 			if o.log != nil {
 				_ = o.log.Close()
 			}
+			// The read end is the shim's last hold on the pipe: an exec's
+			// stays open for as long as its container runs otherwise, two
+			// file descriptors and their pipes for each exec (a health
+			// check every few seconds).
+			_ = o.r.Close()
 			return
 		}
 	}
