@@ -330,7 +330,9 @@ func (e *Engine) ExecInspect(ctx context.Context, id string) (containertypes.Exe
 	if err != nil {
 		return containertypes.ExecInspectResponse{}, err
 	}
-	e.refreshExec(ctx, r)
+	if !e.refreshExec(ctx, r) {
+		return containertypes.ExecInspectResponse{}, errNoExec(id)
+	}
 	e.execs.mu.Lock()
 	defer e.execs.mu.Unlock()
 	priv := r.cfg.Privileged
@@ -359,12 +361,15 @@ func (e *Engine) ExecInspect(ctx context.Context, id string) (containertypes.Exe
 }
 
 // refreshExec asks the shim about an exec that was running when last seen.
-func (e *Engine) refreshExec(ctx context.Context, r *execRecord) {
+// It reports false when the exec is forgotten: its container still runs,
+// but the shim no longer knows it, as it forgets an exec ten minutes
+// after its end (Docker's "No such exec instance" then too).
+func (e *Engine) refreshExec(ctx context.Context, r *execRecord) bool {
 	e.execs.mu.Lock()
 	run, running := r.run, r.running
 	e.execs.mu.Unlock()
 	if !running {
-		return
+		return true
 	}
 	current := e.runs.client(r.containerID)
 	var st wire.ExecState
@@ -375,11 +380,15 @@ func (e *Engine) refreshExec(ctx context.Context, r *execRecord) {
 	e.execs.mu.Lock()
 	defer e.execs.mu.Unlock()
 	switch {
-	case current != run, errors.Is(err, shim.ErrNoShim), errdefs.IsNotFound(err):
+	case current == run && errdefs.IsNotFound(err):
+		delete(e.execs.m, r.id)
+		return false
+	case current != run, errors.Is(err, shim.ErrNoShim):
 		r.end(lostExecCode)
 	case err == nil && !st.Running:
 		r.end(st.ExitCode)
 	}
+	return true
 }
 
 // ExecResize sets the size of an exec's tty. Like Docker it waits (a

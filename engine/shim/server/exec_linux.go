@@ -122,8 +122,24 @@ func (s *server) startExec(req wire.Request) (*execProc, error) {
 		pr.finish(outputGrace)
 		e.code = exitCode(ws)
 		close(e.done)
+		time.AfterFunc(execKeep, func() { s.forgetExec(e) })
 	}()
 	return e, nil
+}
+
+// execKeep is how long the shim remembers an exec that ended, for the
+// engine to ask its exit code (a detached exec's, once inspected). Not
+// for the container's whole life: a health check execs every few
+// seconds. Docker forgets an ended exec five to ten minutes after it
+// ended (its exec GC runs every five minutes).
+const execKeep = 10 * time.Minute
+
+func (s *server) forgetExec(e *execProc) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.execs[e.id] == e {
+		delete(s.execs, e.id)
+	}
 }
 
 // finishExecs waits (bounded) for exec processes to end with the init:
