@@ -199,7 +199,8 @@ func (pr *proc) pump() {
 }
 
 func (pr *proc) copyOut(o output) {
-	buf := make([]byte, 32*1024)
+	buf := getBuf()
+	defer putBuf(buf)
 	var targets []*attacher
 	for {
 		n, err := o.r.Read(buf)
@@ -277,7 +278,8 @@ func (pr *proc) detach(a *attacher) {
 func (pr *proc) serveStdin(r io.Reader, wantStdin bool, ended func()) {
 	var once sync.Once
 	defer once.Do(ended)
-	buf := make([]byte, 32*1024)
+	buf := getBuf()
+	defer putBuf(buf)
 	for {
 		stream, p, err := wire.ReadFrame(r, buf)
 		if err != nil {
@@ -356,5 +358,25 @@ func (pr *proc) finish(grace time.Duration) {
 	pr.stdinMu.Unlock()
 	if pr.console != nil {
 		_ = pr.console.Close()
+	}
+}
+
+// copyBufs keeps the copy buffers of streams that ended for the next
+// ones: an exec's two streams each took 32 KiB, garbage a moment later.
+var copyBufs = make(chan []byte, 4)
+
+func getBuf() []byte {
+	select {
+	case b := <-copyBufs:
+		return b
+	default:
+		return make([]byte, 32*1024)
+	}
+}
+
+func putBuf(b []byte) {
+	select {
+	case copyBufs <- b:
+	default:
 	}
 }
