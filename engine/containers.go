@@ -111,7 +111,7 @@ func (e *Engine) ContainerCreate(ctx context.Context, req CreateRequest) (contai
 	rootfsID, err := e.createRootfs(ctx, id, imageID, hc.AutoRemove)
 	endRootfs()
 	if err == nil {
-		if err = e.fillVolumes(ctx, rootfsID, cm.copyUp); err != nil {
+		if err = e.setUpRootfs(ctx, rootfsID, cm.copyUp, newWorkdir(cfg, imgCfg)); err != nil {
 			e.removeRootfs(rootfsID)
 		}
 	}

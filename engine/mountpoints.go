@@ -253,10 +253,13 @@ func (e *Engine) mountVolume(m mounttypes.Mount, cm *createdMounts) (*volume.Vol
 	return v, nil
 }
 
-// fillVolumes copies the image's content at each volume's mount point into
-// the volume when the volume is empty, as Docker does at create.
-func (e *Engine) fillVolumes(ctx context.Context, rootfsID string, mps []containertypes.MountPoint) error {
-	if len(mps) == 0 {
+// setUpRootfs does, at create, what Docker does in a new container's
+// files: it copies the image's content at each volume's mount point into
+// the volume when the volume is empty, and makes workdir (root's, 0755)
+// when it is missing. The rootfs is mounted only when one of them is
+// asked for.
+func (e *Engine) setUpRootfs(ctx context.Context, rootfsID string, mps []containertypes.MountPoint, workdir string) error {
+	if len(mps) == 0 && workdir == "" {
 		return nil
 	}
 	rootfs, err := e.images.MountRootfs(ctx, rootfsID)
@@ -264,6 +267,11 @@ func (e *Engine) fillVolumes(ctx context.Context, rootfsID string, mps []contain
 		return err
 	}
 	defer e.images.UnmountRootfs(context.WithoutCancel(ctx), rootfsID)
+	if workdir != "" {
+		if err := makeWorkdir(rootfs, workdir); err != nil {
+			return err
+		}
+	}
 	for _, mp := range mps {
 		if err := volume.CopyUp(rootfs, mp.Destination, mp.Source); err != nil {
 			return fmt.Errorf("volume %s at %s: %w", mp.Name, mp.Destination, err)
