@@ -15,10 +15,15 @@ import (
 // child of the shim in the container's namespaces and cgroup.
 type execProc struct {
 	id   string
-	proc *proc
 	pid  int
 	done chan struct{} // closed after exit and end of output
-	code int
+
+	// Set under server.mu when the exec ends, before done is closed. An
+	// ended exec is kept as these few fields (its stdio dropped): a
+	// health check every second leaves 600 records in execKeep.
+	code  int
+	ended time.Time
+	proc  *proc // nil once ended
 }
 
 func (s *server) lookupExec(id string) (*execProc, error) {
@@ -120,11 +125,30 @@ func (s *server) startExec(req wire.Request) (*execProc, error) {
 	go func() {
 		ws := <-exited
 		pr.finish(outputGrace)
-		e.code = exitCode(ws)
+		s.mu.Lock()
+		e.code, e.ended, e.proc = exitCode(ws), time.Now(), nil
+		if !s.forgetArmed {
+			s.armForget(execKeep)
+		}
+		s.mu.Unlock()
 		close(e.done)
-		time.AfterFunc(execKeep, func() { s.forgetExec(e) })
+		s.settleSoon()
 	}()
 	return e, nil
+}
+
+// execStdio is the stdio of a running exec (for a resize).
+func (s *server) execStdio(id string) (*proc, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.execs[id]
+	if !ok {
+		return nil, wire.Wrap("exec "+id, errdefs.ErrNotFound)
+	}
+	if e.proc == nil {
+		return nil, wire.Wrap("exec "+id+" has ended", errdefs.ErrFailedPrecondition)
+	}
+	return e.proc, nil
 }
 
 // execKeep is how long the shim remembers an exec that ended, for the
@@ -134,12 +158,40 @@ func (s *server) startExec(req wire.Request) (*execProc, error) {
 // ended (its exec GC runs every five minutes).
 const execKeep = 10 * time.Minute
 
-func (s *server) forgetExec(e *execProc) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.execs[e.id] == e {
-		delete(s.execs, e.id)
+// forgetEnded drops the records of execs that ended execKeep ago or more
+// and arms the timer for the next one due. One timer for all of them, not
+// one per exec. Called with s.mu held.
+func (s *server) forgetEnded(now time.Time) {
+	var next time.Duration
+	for id, e := range s.execs {
+		if e.ended.IsZero() {
+			continue
+		}
+		left := execKeep - now.Sub(e.ended)
+		if left <= 0 {
+			delete(s.execs, id)
+		} else if next == 0 || left < next {
+			next = left
+		}
 	}
+	if next > 0 {
+		// Not sooner than a minute: with a health check every second a
+		// record is then kept up to a minute longer, and the shim wakes
+		// once a minute for them instead of at every end.
+		s.armForget(max(next, time.Minute))
+	}
+}
+
+// armForget has forgetEnded run after d. Execs end in order of their
+// ended times, so an armed timer is never later than any record's due.
+func (s *server) armForget(d time.Duration) {
+	s.forgetArmed = true
+	time.AfterFunc(d, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.forgetArmed = false
+		s.forgetEnded(time.Now())
+	})
 }
 
 // finishExecs waits (bounded) for exec processes to end with the init:

@@ -144,7 +144,10 @@ type server struct {
 	exit      *wire.ExitStatus
 	exited    chan struct{} // closed once exit is set and the exit file written
 	execs     map[string]*execProc
-	conns     sync.WaitGroup
+	// forgetArmed: a timer will drop the records of ended execs.
+	forgetArmed bool
+	settler     settler
+	conns       sync.WaitGroup
 }
 
 // prepare makes the shim the reaper of its container's processes.

@@ -84,11 +84,10 @@ func (s *server) handle(conn *os.File) {
 func (s *server) resize(req wire.Request) error {
 	pr := s.init
 	if req.ExecID != "" {
-		e, err := s.lookupExec(req.ExecID)
-		if err != nil {
+		var err error
+		if pr, err = s.execStdio(req.ExecID); err != nil {
 			return err
 		}
-		pr = e.proc
 	}
 	if err := pr.resize(req.Height, req.Width); err != nil {
 		return wire.Wrap("resize", err, errdefs.ErrFailedPrecondition)
