@@ -29,6 +29,11 @@ type execProc struct {
 func (s *server) lookupExec(id string) (*execProc, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.execLocked(id)
+}
+
+// execLocked is lookupExec with s.mu held.
+func (s *server) execLocked(id string) (*execProc, error) {
 	e, ok := s.execs[id]
 	if !ok {
 		return nil, wire.Wrap("exec "+id, errdefs.ErrNotFound)
@@ -141,9 +146,9 @@ func (s *server) startExec(req wire.Request) (*execProc, error) {
 func (s *server) execStdio(id string) (*proc, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, ok := s.execs[id]
-	if !ok {
-		return nil, wire.Wrap("exec "+id, errdefs.ErrNotFound)
+	e, err := s.execLocked(id)
+	if err != nil {
+		return nil, err
 	}
 	if e.proc == nil {
 		return nil, wire.Wrap("exec "+id+" has ended", errdefs.ErrFailedPrecondition)
