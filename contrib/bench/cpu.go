@@ -139,3 +139,14 @@ func statCPU(b []byte) (float64, error) {
 func ticksMs(n uint64) float64 {
 	return float64(n) * float64(clockTick) / float64(time.Millisecond)
 }
+
+// plus is the sum of two spans' uses.
+func (u CPUUse) plus(v CPUUse) CPUUse {
+	return CPUUse{
+		Hutch:   round3(u.Hutch + v.Hutch),
+		Clients: round3(u.Clients + v.Clients),
+		Other:   round3(u.Other + v.Other),
+		Idle:    round3(u.Idle + v.Idle),
+		Steal:   round3(u.Steal + v.Steal),
+	}
+}

@@ -44,6 +44,7 @@ type config struct {
 	coldRuns   int
 	containers int // concurrency: containers in total
 	clients    int // concurrency: concurrent clients
+	bursts     int // concurrency: bursts of containers each
 	sleepers   []int
 	only       map[string]bool
 }
@@ -64,10 +65,11 @@ func main() {
 	flag.BoolVar(&c.keep, "keep", false, "keep the scratch directory")
 	flag.StringVar(&c.daemonArgs, "daemon-args", "", "extra arguments of hutch daemon (e.g. \"--log-level debug\")")
 	flag.IntVar(&c.runs, "runs", 40, "samples of the seed flow, runc run and docker run")
-	flag.IntVar(&c.pullRuns, "pull-runs", 5, "pulls of the large image (and baseline extractions)")
+	flag.IntVar(&c.pullRuns, "pull-runs", 9, "pulls of the large image (and baseline extractions), in pairs")
 	flag.IntVar(&c.coldRuns, "cold-runs", 10, "daemon cold starts")
 	flag.IntVar(&c.containers, "containers", 100, "containers of the concurrency run")
 	flag.IntVar(&c.clients, "clients", 10, "concurrent clients of the concurrency run")
+	flag.IntVar(&c.bursts, "bursts", 5, "bursts of the concurrency run (its p99 is over all their containers)")
 	flag.StringVar(&replot, "replot", "", "only redraw the table and the plot of this latest.json into -results")
 	flag.StringVar(&only, "only", "", "comma-separated subset: seed,docker,pull,load,net,memory,cold (default all)")
 	flag.Parse()
@@ -213,8 +215,8 @@ func (c *config) resolve() error {
 			return fmt.Errorf("runc not found (install the Debian package runc)")
 		}
 	}
-	if c.runs < 1 || c.pullRuns < 1 || c.coldRuns < 1 || c.clients < 1 || c.containers < c.clients {
-		return fmt.Errorf("runs, pull-runs, cold-runs and clients must be ≥ 1, containers ≥ clients")
+	if c.runs < 1 || c.pullRuns < 1 || c.coldRuns < 1 || c.clients < 1 || c.bursts < 1 || c.containers < c.clients {
+		return fmt.Errorf("runs, pull-runs, cold-runs, clients and bursts must be ≥ 1, containers ≥ clients")
 	}
 	return nil
 }

@@ -171,8 +171,8 @@ func burstPlot(l *Load) (*plot.Plot, error) {
 		return nil, nil
 	}
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("%d concurrent containers by start", len(l.StartsMs))
-	p.X.Label.Text = "create began (s into the burst)"
+	p.Title.Text = fmt.Sprintf("%d concurrent containers (%d bursts) by start", len(l.StartsMs), l.bursts())
+	p.X.Label.Text = "create began (s into its burst)"
 	p.Y.Label.Text = "create…remove (ms)"
 	p.Y.Min = 0
 	pts := make(plotter.XYs, len(l.StartsMs))

@@ -72,6 +72,7 @@ func (r *Results) derive() {
 	r.Pull.Ratio = median(r.Pull.PairRatios)
 	r.Pull.MediansRatio = ratio(r.Pull.Hutch.Median, r.Pull.Baseline.Median)
 	r.Load.P99Ratio = ratio(r.Load.Latency.P99, r.Load.Single.Median)
+	r.Load.BurstRatios = r.Load.burstRatios()
 	for _, rt := range []*Rate{&r.Net.Loopback, &r.Net.Published, &r.Net.PublishedReverse, &r.Net.Outbound} {
 		rt.summarize()
 	}
@@ -107,7 +108,7 @@ func (r *Results) derive() {
 	l := r.Load
 	add(l.Containers > 0, fmt.Sprintf("%d containers by %d clients: failures", l.Containers, l.Clients),
 		fmt.Sprint(l.Failures), "0", l.Failures == 0)
-	add(l.Latency.N > 0, "concurrent p99 vs one at a time (median)",
+	add(l.Latency.N > 0, fmt.Sprintf("concurrent p99 (%d bursts) vs one at a time (median)", l.bursts()),
 		fmt.Sprintf("%.1f×", l.P99Ratio), "≤ 10×", l.P99Ratio <= 10)
 }
 
@@ -151,8 +152,11 @@ func (r *Results) printTable(w io.Writer) {
 			r.Pull.Files, float64(r.Pull.Bytes)/1e6, float64(r.Pull.CompressedBytes)/1e6, r.Pull.PairRatios, r.Pull.MediansRatio)
 	}
 	if l := r.Load; l.Containers > 0 {
-		fmt.Fprintf(w, "concurrency: %d containers by %d clients in %.2f s, %.1f containers/s, %d failed",
-			l.Containers, l.Clients, l.WallMs/1000, l.PerSecond, l.Failures)
+		fmt.Fprintf(w, "concurrency: %d bursts of %d containers by %d clients in %.2f s, %.1f containers/s, %d failed",
+			l.bursts(), l.Containers, l.Clients, l.WallMs/1000, l.PerSecond, l.Failures)
+		if len(l.BurstRatios) > 0 {
+			fmt.Fprintf(w, "; p99 ÷ alone by burst %v", l.BurstRatios)
+		}
 		if start, lat, first, ok := l.slowest(); ok {
 			wave := "after the first wave"
 			if first {
@@ -171,7 +175,7 @@ func (r *Results) printTable(w io.Writer) {
 		fmt.Fprintln(w)
 		if c := l.CPU; c.Hutch > 0 {
 			all := c.Hutch + c.Clients + c.Other + c.Idle + c.Steal
-			n := float64(l.Containers)
+			n := float64(l.Containers * l.bursts())
 			fmt.Fprintf(w, "  its CPU time: hutch %.1f ms per container, the clients %.1f; of the machine's: hutch %.0f%%, clients %.0f%%, the rest %.0f%%, idle %.0f%%, steal %.0f%%\n",
 				c.Hutch/n, c.Clients/n, 100*c.Hutch/all, 100*c.Clients/all, 100*c.Other/all, 100*c.Idle/all, 100*c.Steal/all)
 		}

@@ -120,6 +120,35 @@ func TestSlowest(t *testing.T) {
 	}
 }
 
+// TestSlowestOfBursts: the first wave is the first Clients of the
+// slowest container's own burst, and each burst's p99 is over the
+// containers alone's median.
+func TestSlowestOfBursts(t *testing.T) {
+	l := Load{
+		Clients: 2, Bursts: 2,
+		Latency:  Dist{Samples: []float64{100, 120, 110, 130, 90, 400}},
+		StartsMs: []float64{0, 1, 50, 0, 1, 40},
+		BurstOf:  []int{0, 0, 0, 1, 1, 1},
+		Single:   Dist{Samples: []float64{10, 10, 10}},
+	}
+	l.Single.summarize()
+	if start, lat, first, ok := l.slowest(); !ok || start != 40 || lat != 400 || first {
+		t.Errorf("slowest = %v ms in, %v ms, first wave %v, %v; want 40, 400, false, true", start, lat, first, ok)
+	}
+	l.StartsMs[5] = 0.5 // second of its burst: its first wave
+	if _, _, first, _ := l.slowest(); !first {
+		t.Error("the second container of its burst is not of the first wave")
+	}
+	got := l.burstRatios()
+	if len(got) != 2 || got[0] != 11.98 || got[1] != 39.46 {
+		t.Errorf("burst ratios %v, want [11.98 39.46]", got)
+	}
+	l.BurstOf = l.BurstOf[:2]
+	if got := l.burstRatios(); got != nil {
+		t.Errorf("burst ratios with misaligned bursts %v, want none", got)
+	}
+}
+
 func TestTicks(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
