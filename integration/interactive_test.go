@@ -511,6 +511,8 @@ func TestExecCLI(t *testing.T) {
 		{name: "working dir", args: []string{"-w", "/tmp", "@", "pwd"}, out: "/tmp\n"},
 		{name: "container's working dir", args: []string{"pwd"}, out: "/home\n"},
 		{name: "env", args: []string{"-e", "A=B", "@", "sh", "-c", "echo $A$FROMRUN"}, out: "B1\n"},
+		// More than the shim's 4 KiB line buffer: its request was cut.
+		{name: "long env", args: []string{"-e", "LONG=" + strings.Repeat("x", 100000), "@", "sh", "-c", "echo ${#LONG}"}, out: "100000\n"},
 		{name: "missing command", args: []string{"nosuch"}, errContent: "executable file not found", code: 127},
 		{name: "not executable", args: []string{"/etc/passwd"}, errContent: "permission denied", code: 126},
 		{name: "missing path", args: []string{"/nonexist/x"}, errContent: "no such file or directory", code: 127},
@@ -660,6 +662,19 @@ func TestExecSDK(t *testing.T) {
 	}
 	if in, err := c.ExecInspect(ctx, ex.ID, client.ExecInspectOptions{}); err != nil || !in.Running {
 		t.Errorf("after the detach keys: %+v, %v", in, err)
+	}
+
+	// An environment over the shim's bound of a request: a clear 400,
+	// and the container's shim goes on.
+	ex, err = c.ExecCreate(ctx, id, client.ExecCreateOptions{Cmd: []string{"true"}, Env: []string{"X=" + strings.Repeat("x", 1<<20)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ExecStart(ctx, ex.ID, client.ExecStartOptions{Detach: true}); !errdefs.IsInvalidArgument(err) || !strings.Contains(err.Error(), "too long") {
+		t.Errorf("exec with a 1 MiB environment: %v", err)
+	}
+	if out := docker(t, d, "exec", id, "echo", "after"); out != "after" {
+		t.Errorf("exec after the long one: %q", out)
 	}
 
 	if _, err := c.ExecInspect(ctx, "nope", client.ExecInspectOptions{}); !errdefs.IsNotFound(err) {

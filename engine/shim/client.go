@@ -67,6 +67,9 @@ func (c *Client) dial(ctx context.Context, req *wire.Request) (net.Conn, *bufio.
 		return nil, nil, nil, err
 	}
 	if err := wire.WriteJSONLine(conn, req); err != nil {
+		if errors.Is(err, wire.ErrLineTooLong) {
+			return fail(err)
+		}
 		return fail(fmt.Errorf("%s: %w", c.socket, ErrNoShim))
 	}
 	br := bufio.NewReader(conn)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"errors"
 	"os"
 	"strconv"
 
@@ -27,12 +28,17 @@ func (s *server) accept() {
 
 func (s *server) handle(conn *os.File) {
 	br := bufio.NewReader(conn)
-	var req wire.Request
-	if err := wire.ReadJSONLine(br, &req); err != nil {
-		return
-	}
 	reply := func(r *wire.Response) { _ = wire.WriteJSONLine(conn, r) }
 	fail := func(err error) { reply(wire.ErrorResponse(err)) }
+	var req wire.Request
+	if err := wire.ReadJSONLine(br, &req); err != nil {
+		// An exec with an environment of more than MaxLine bytes gets
+		// an answer; a client that hung up does not.
+		if errors.Is(err, wire.ErrLineTooLong) {
+			fail(err)
+		}
+		return
+	}
 	switch req.Op {
 	case wire.OpState:
 		st := s.state()

@@ -6,6 +6,8 @@ import (
 	"io"
 	"strconv"
 	"sync"
+
+	"github.com/containerd/errdefs"
 )
 
 // The socket protocol is deliberately tiny (no net/http in a binary that is
@@ -98,24 +100,49 @@ func (r *Response) Err() error {
 	return classErr(r.Class, r.Error, r.ExitCode)
 }
 
-// WriteJSONLine writes v as one line.
+// WriteJSONLine writes v as one line, none longer than MaxLine: the reader
+// would hang up half-way, and the writer see only a reset connection.
 func WriteJSONLine(w io.Writer, v interface{ MarshalJSON() ([]byte, error) }) error {
 	b, err := v.MarshalJSON()
 	if err != nil {
 		return err
 	}
+	if len(b) >= MaxLine {
+		return ErrLineTooLong
+	}
 	_, err = w.Write(append(b, '\n'))
 	return err
 }
 
+// MaxLine bounds one JSON line of the protocol. A request is mostly a few
+// hundred bytes, but an exec's carries its process spec, whose
+// environment Docker does not bound (the kernel takes up to 2 MiB of
+// arguments and environment); the runtime server's requests have the
+// same bound (maxRuntimeRequest).
+const MaxLine = maxRuntimeRequest
+
+// ErrLineTooLong: a line of more than MaxLine bytes.
+var ErrLineTooLong = Wrap("request to the shim of more than "+strconv.Itoa(MaxLine)+" bytes: command or environment too long", errdefs.ErrInvalidArgument)
+
 // ReadJSONLine reads one line into v. br must be the reader used for every
 // later read on the connection, since it may have buffered frame bytes.
+// A line longer than br's buffer is gathered, up to MaxLine bytes: before,
+// such a line ended the connection unanswered, and `docker exec -e` of a
+// 6000-byte value failed with "shim not running".
 func ReadJSONLine(br *bufio.Reader, v interface{ UnmarshalJSON([]byte) error }) error {
 	line, err := br.ReadSlice('\n')
-	if err != nil {
-		if errors.Is(err, bufio.ErrBufferFull) {
-			return errors.New("shim protocol: line too long")
+	if errors.Is(err, bufio.ErrBufferFull) {
+		long := append([]byte(nil), line...)
+		for errors.Is(err, bufio.ErrBufferFull) && len(long) <= MaxLine {
+			line, err = br.ReadSlice('\n')
+			long = append(long, line...)
 		}
+		if len(long) > MaxLine {
+			return ErrLineTooLong
+		}
+		line = long
+	}
+	if err != nil {
 		return err
 	}
 	return v.UnmarshalJSON(line)

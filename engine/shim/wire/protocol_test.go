@@ -5,7 +5,10 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"strings"
 	"testing"
+
+	"github.com/containerd/errdefs"
 )
 
 func TestFrames(t *testing.T) {
@@ -47,6 +50,38 @@ func TestFrames(t *testing.T) {
 	// The big payload is split; stream ids survive.
 	if !bytes.Equal(streams, []byte{StreamStdout, StreamStdin, StreamStderr, StreamStderr}) || !bytes.Equal(got, big) {
 		t.Errorf("streams %v, stderr %d bytes", streams, len(got))
+	}
+}
+
+// TestLongLine: a line longer than the reader's buffer is gathered (an
+// exec's process spec with a big environment), up to MaxLine; the frames
+// after it are still read.
+func TestLongLine(t *testing.T) {
+	env := strings.Repeat("x", 6000)
+	var buf bytes.Buffer
+	fw := NewFrameWriter(&buf)
+	if err := fw.WriteLine(&Request{Op: OpExec, Process: RawJSON(`{"env":["X=` + env + `"]}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := fw.WriteFrame(StreamStdin, []byte("in")); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReaderSize(&buf, 64)
+	var req Request
+	if err := ReadJSONLine(br, &req); err != nil {
+		t.Fatal(err)
+	}
+	if req.Op != OpExec || !strings.Contains(string(req.Process), env) {
+		t.Errorf("request %q, process of %d bytes", req.Op, len(req.Process))
+	}
+	if s, p, err := ReadFrame(br, nil); err != nil || s != StreamStdin || string(p) != "in" {
+		t.Errorf("frame after the line: %d %q %v", s, p, err)
+	}
+
+	huge := `{"op":"exec","process":{"env":["X=` + strings.Repeat("x", MaxLine) + `"]}}` + "\n"
+	err := ReadJSONLine(bufio.NewReaderSize(strings.NewReader(huge), 64), &req)
+	if !errors.Is(err, ErrLineTooLong) || !errdefs.IsInvalidArgument(err) {
+		t.Errorf("line of %d bytes: %v, want ErrLineTooLong", len(huge), err)
 	}
 }
 
