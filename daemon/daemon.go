@@ -208,6 +208,7 @@ func runEngine(ctx context.Context, c *config.Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	defer log.Info("stopped") // after the engine's Close: its containers stopped
 	defer eng.Close()
 	l, err := listenUnix(c.Socket)
 	if err != nil {
@@ -232,7 +233,7 @@ func runEngine(ctx context.Context, c *config.Config, log *slog.Logger) error {
 			err = terr
 		}
 	}
-	log.Info("stopped")
+	log.Info("API closed")
 	return err
 }
 

@@ -142,6 +142,11 @@ func (e *Engine) Close() error {
 		ids = append(ids, id)
 	}
 	e.runs.mu.Unlock()
+	if len(ids) > 0 {
+		// Each gets its stop signal and timeout, as from docker stop: a
+		// shutdown can take that long.
+		e.log.Info("stopping running containers", "count", len(ids))
+	}
 	var wg sync.WaitGroup
 	for _, id := range ids {
 		wg.Add(1)
