@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"time"
 
@@ -157,11 +158,38 @@ func benchLoad(ctx context.Context, e *env, res *Results) error {
 		if err := burst(ctx, e, d, l, b); err != nil {
 			return err
 		}
+		if err := quiesce(d.cmd.Process.Pid); err != nil {
+			return err
+		}
 	}
 	if l.Failures > 0 {
 		progress("   %d of %d containers failed, e.g. %s", l.Failures, l.Containers*l.Bursts, l.Errors[0])
 	}
 	return single(gap)
+}
+
+// quiesce waits, up to 10 s, for a quarter second in which the machine's
+// CPUs were less than 5% busy: the work a burst leaves behind (the
+// removals' background deletions, the kernel's teardown of 100 network
+// namespaces) is done before the next part of the figure.
+func quiesce(pid int) error {
+	n := float64(runtime.NumCPU())
+	const window = 250 * time.Millisecond
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); {
+		a, err := readCPU(pid)
+		if err != nil {
+			return err
+		}
+		time.Sleep(window)
+		b, err := readCPU(pid)
+		if err != nil {
+			return err
+		}
+		if (b.busy-a.busy)/(n*float64(window.Milliseconds())) < 0.05 {
+			return nil
+		}
+	}
+	return nil
 }
 
 // burst runs l.Containers containers from l.Clients clients at once and
