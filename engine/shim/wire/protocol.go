@@ -118,8 +118,8 @@ func WriteJSONLine(w io.Writer, v interface{ MarshalJSON() ([]byte, error) }) er
 // hundred bytes, but an exec's carries its process spec, whose
 // environment Docker does not bound (the kernel takes up to 2 MiB of
 // arguments and environment); the runtime server's requests have the
-// same bound (maxRuntimeRequest).
-const MaxLine = maxRuntimeRequest
+// bound, and a little more for what they carry besides (maxRuntimeRequest).
+const MaxLine = 1 << 20
 
 // ErrLineTooLong: a line of more than MaxLine bytes.
 var ErrLineTooLong = Wrap("request to the shim of more than "+strconv.Itoa(MaxLine)+" bytes: command or environment too long", errdefs.ErrInvalidArgument)

@@ -70,8 +70,9 @@ const maxRuntimeFiles = 4
 
 // maxRuntimeRequest bounds the line of one request (a process spec is a
 // few KiB): the runtime server reads requests from any of the user's
-// processes.
-const maxRuntimeRequest = 1 << 20
+// processes. An exec's request carries the process spec of the shim's
+// request (at most MaxLine) and a little more.
+const maxRuntimeRequest = MaxLine + 64<<10
 
 // RuntimeRequest is what the shim asks of hutch-runtime.
 type RuntimeRequest struct {
