@@ -43,27 +43,10 @@ const clockTick = 10 * time.Millisecond
 
 func readCPU(root int) (cpuSnap, error) {
 	var s cpuSnap
-	b, err := os.ReadFile("/proc/stat")
-	if err != nil {
+	var err error
+	if s.busy, s.idle, s.steal, err = readStat(); err != nil {
 		return s, err
 	}
-	line, _, _ := bytes.Cut(b, []byte("\n"))
-	f := strings.Fields(string(line))
-	if len(f) < 9 || f[0] != "cpu" {
-		return s, fmt.Errorf("/proc/stat: unexpected first line %q", line)
-	}
-	// user nice system idle iowait irq softirq steal
-	var v [8]float64
-	for i := range v {
-		n, err := strconv.ParseUint(f[i+1], 10, 64)
-		if err != nil {
-			return s, fmt.Errorf("/proc/stat: %w", err)
-		}
-		v[i] = ticksMs(n)
-	}
-	s.busy = v[0] + v[1] + v[2] + v[5] + v[6]
-	s.idle = v[3] + v[4]
-	s.steal = v[7]
 	if s.tree, err = treeCPU(root); err != nil {
 		return s, err
 	}
@@ -73,6 +56,30 @@ func readCPU(root int) (cpuSnap, error) {
 	}
 	s.self = float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e6
 	return s, nil
+}
+
+// readStat reads the machine's CPU times, summed over the CPUs, from the
+// first line of /proc/stat.
+func readStat() (busy, idle, steal float64, err error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	line, _, _ := bytes.Cut(b, []byte("\n"))
+	f := strings.Fields(string(line))
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0, 0, 0, fmt.Errorf("/proc/stat: unexpected first line %q", line)
+	}
+	// user nice system idle iowait irq softirq steal
+	var v [8]float64
+	for i := range v {
+		n, err := strconv.ParseUint(f[i+1], 10, 64)
+		if err != nil {
+			return 0, 0, 0, fmt.Errorf("/proc/stat: %w", err)
+		}
+		v[i] = ticksMs(n)
+	}
+	return v[0] + v[1] + v[2] + v[5] + v[6], v[3] + v[4], v[7], nil
 }
 
 // use is what happened between a and b. The clients' time is counted in

@@ -159,7 +159,7 @@ func benchLoad(ctx context.Context, e *env, res *Results) error {
 		if err := burst(ctx, e, d, l, b); err != nil {
 			return err
 		}
-		if err := quiesce(d.cmd.Process.Pid); err != nil {
+		if err := quiesce(); err != nil {
 			return err
 		}
 	}
@@ -173,20 +173,20 @@ func benchLoad(ctx context.Context, e *env, res *Results) error {
 // CPUs were less than 5% busy: the work a burst leaves behind (the
 // removals' background deletions, the kernel's teardown of 100 network
 // namespaces) is done before the next part of the figure.
-func quiesce(pid int) error {
+func quiesce() error {
 	n := float64(runtime.NumCPU())
 	const window = 250 * time.Millisecond
 	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); {
-		a, err := readCPU(pid)
+		a, _, _, err := readStat()
 		if err != nil {
 			return err
 		}
 		time.Sleep(window)
-		b, err := readCPU(pid)
+		b, _, _, err := readStat()
 		if err != nil {
 			return err
 		}
-		if (b.busy-a.busy)/(n*float64(window.Milliseconds())) < 0.05 {
+		if (b-a)/(n*float64(window.Milliseconds())) < 0.05 {
 			return nil
 		}
 	}

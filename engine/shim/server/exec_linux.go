@@ -137,7 +137,7 @@ func (s *server) startExec(req wire.Request) (*execProc, error) {
 		}
 		s.mu.Unlock()
 		close(e.done)
-		s.settleSoon()
+		s.settler.soon()
 	}()
 	return e, nil
 }

@@ -48,5 +48,3 @@ func settle() {
 	}
 	debug.FreeOSMemory()
 }
-
-func (s *server) settleSoon() { s.settler.soon() }
