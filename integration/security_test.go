@@ -112,8 +112,13 @@ func TestInsecureTCPWhenAsked(t *testing.T) {
 	addr := freeLoopbackAddr(t)
 	sock := filepath.Join(rt, "hutch.sock")
 	d := startDaemonEnv(t, env, sock, "--host", "unix://"+sock, "--host", "tcp://"+addr, "--insecure-tcp")
-	if !strings.Contains(d.Log(), "without TLS") {
-		t.Errorf("no warning about plain TCP in the log")
+	// The log comes through a pipe that the harness copies: a line
+	// written before the daemon answered may reach d.Log a moment later.
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(d.Log(), "without TLS"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Errorf("no warning about plain TCP in the log")
+			break
+		}
 	}
 	c := exec.Command(dockerCLI(t), "-H", "tcp://"+addr, "version", "--format", "{{.Server.Platform.Name}}")
 	c.Env = append(os.Environ(), "DOCKER_CONFIG="+t.TempDir())
