@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"time"
 )
 
 // rootfsPool keeps empty writable layers ready for the images containers
@@ -15,6 +16,12 @@ import (
 // background after a create. The spares belong to no container: the
 // start-up sweep deletes those a daemon that died left, Close and image
 // deletions delete the others.
+//
+// Once creates have paused for poolIdle, the image last used gets up to
+// poolReserve spares (topUp): the first wave of concurrent runs after a
+// quiet spell (a test suite's containers started together) then takes
+// spares instead of making its layers one at a time behind
+// containers/storage's lock, which cost the last of ten 50-80 ms.
 type rootfsPool struct {
 	mu       sync.Mutex
 	ready    map[poolKey][]string
@@ -22,6 +29,10 @@ type rootfsPool struct {
 	recent   []poolKey // least recently used first, at most poolKeys
 	closed   bool
 	draining bool // an image deletion runs: keep no spare
+	// creates counts the creates served, so that a top-up stops when a
+	// create comes; idle fires the top-up poolIdle after the last create.
+	creates uint64
+	idle    *time.Timer
 	// gate keeps refills out while an image deletion runs: a spare made
 	// in the middle would keep the image in use.
 	gate sync.RWMutex
@@ -37,6 +48,10 @@ const (
 	// spares for, poolDepth the spares of each.
 	poolKeys  = 4
 	poolDepth = 16
+	// poolReserve is how many spares of the image last used the pool
+	// makes once creates have paused for poolIdle.
+	poolReserve = 8
+	poolIdle    = time.Second
 )
 
 // createRootfs gives container id its writable layer on imageID: a spare
@@ -51,6 +66,8 @@ func (e *Engine) createRootfs(ctx context.Context, id, imageID string, volatile 
 		rid, p.ready[k] = ids[0], ids[1:]
 	}
 	p.touchLocked(e, k)
+	p.creates++
+	p.armTopUpLocked(e)
 	p.mu.Unlock()
 	if rid == "" {
 		rid = e.takeQueuedRootfs(k)
@@ -145,7 +162,37 @@ func (e *Engine) refillRootfs(k poolKey) {
 	p := &e.pool
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.filling[k] || len(p.ready[k]) > 0 || !p.wantsLocked(k) {
+	if len(p.ready[k]) == 0 {
+		p.fillLocked(e, k, 1, 0, false)
+	}
+}
+
+// armTopUpLocked (re)starts the wait for a pause in creates.
+func (p *rootfsPool) armTopUpLocked(e *Engine) {
+	if p.idle == nil {
+		p.idle = time.AfterFunc(poolIdle, func() { e.topUpRootfs() })
+		return
+	}
+	p.idle.Reset(poolIdle)
+}
+
+// topUpRootfs makes spares of the image last used up to poolReserve, one
+// at a time, stopping at the next create: under load the removals' layers
+// are the spares, and a layer made then would take a create's CPU.
+func (e *Engine) topUpRootfs() {
+	p := &e.pool
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.recent) > 0 {
+		p.fillLocked(e, p.recent[len(p.recent)-1], poolReserve, p.creates, true)
+	}
+}
+
+// fillLocked makes spares for k in the background until it has want (a
+// fill already running for k is left to go on). With stopOnCreate, it
+// stops once a create came after the one numbered since.
+func (p *rootfsPool) fillLocked(e *Engine, k poolKey, want int, since uint64, stopOnCreate bool) {
+	if p.filling[k] || len(p.ready[k]) >= want || !p.wantsLocked(k) {
 		return
 	}
 	if p.filling == nil {
@@ -153,23 +200,43 @@ func (e *Engine) refillRootfs(k poolKey) {
 	}
 	p.filling[k] = true
 	go func() {
-		// Held until the spare is in the pool, where quiesceRootfs finds it.
-		p.gate.RLock()
-		defer p.gate.RUnlock()
-		rid, err := e.images.CreateRootfs(context.Background(), "", k.image, k.volatile)
+		for {
+			if !e.makeSpare(k) {
+				break
+			}
+			p.mu.Lock()
+			more := len(p.ready[k]) < want && p.wantsLocked(k) && (!stopOnCreate || p.creates == since)
+			p.mu.Unlock()
+			if !more {
+				break
+			}
+		}
 		p.mu.Lock()
-		defer p.mu.Unlock()
 		delete(p.filling, k)
-		if err != nil {
-			e.log.Debug("making a spare rootfs", "image", k.image, "err", err)
-			return
-		}
-		if !p.wantsLocked(k) {
-			e.removeRootfsLater(rid)
-			return
-		}
-		p.addLocked(k, rid)
+		p.mu.Unlock()
 	}()
+}
+
+// makeSpare makes one spare layer for k; false when none could be made or
+// the pool no longer wants it.
+func (e *Engine) makeSpare(k poolKey) bool {
+	p := &e.pool
+	// Held until the spare is in the pool, where quiesceRootfs finds it.
+	p.gate.RLock()
+	defer p.gate.RUnlock()
+	rid, err := e.images.CreateRootfs(context.Background(), "", k.image, k.volatile)
+	if err != nil {
+		e.log.Debug("making a spare rootfs", "image", k.image, "err", err)
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.wantsLocked(k) {
+		e.removeRootfsLater(rid)
+		return false
+	}
+	p.addLocked(k, rid)
+	return true
 }
 
 // recycleRootfs empties rootfs id and keeps it as a spare for k, if the
@@ -200,6 +267,9 @@ func (e *Engine) drainRootfsPool(closing bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.closed = p.closed || closing
+	if closing && p.idle != nil {
+		p.idle.Stop()
+	}
 	for k, ids := range p.ready {
 		for _, rid := range ids {
 			e.removeRootfsLater(rid)

@@ -36,7 +36,9 @@ func (f *fakeRootfs) wait(id string) {
 	}
 }
 
+// CreateRootfs makes a layer; a hold on "create" holds every create.
 func (f *fakeRootfs) CreateRootfs(_ context.Context, _, _ string, _ bool) (string, error) {
+	f.wait("create")
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.n++
@@ -137,4 +139,73 @@ func TestCreateTakesQueuedRootfs(t *testing.T) {
 			t.Errorf("created %v", f.created)
 		}
 	}
+}
+
+// spares is how many spares the pool has for k and whether a fill runs.
+func spares(e *Engine, k poolKey) (int, bool) {
+	e.pool.mu.Lock()
+	defer e.pool.mu.Unlock()
+	return len(e.pool.ready[k]), e.pool.filling[k]
+}
+
+// waitFill waits (at most 10 s) until no fill runs for k.
+func waitFill(t *testing.T, e *Engine, k poolKey) int {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if n, filling := spares(e, k); !filling {
+			return n
+		}
+	}
+	t.Fatal("the pool's fill never ended")
+	return 0
+}
+
+// TestTopUpRootfs: after a pause in creates the image last used gets
+// poolReserve spares, and a create that comes meanwhile stops the top-up
+// after the layer being made.
+func TestTopUpRootfs(t *testing.T) {
+	f := newFakeRootfs()
+	e := &Engine{images: f, log: slog.New(slog.DiscardHandler)}
+	e.rootfs.idle.L = &e.rootfs.mu
+	k := poolKey{image: "sha256:img"}
+	other := poolKey{image: "sha256:other"}
+	for _, key := range []poolKey{other, k} { // k is the image last used
+		if _, err := e.createRootfs(context.Background(), "c", key.image, key.volatile); err != nil {
+			t.Fatal(err)
+		}
+		waitFill(t, e, key) // the refill of the empty pool
+	}
+	e.pool.idle.Stop() // the test tops up by itself
+	e.topUpRootfs()
+	if n := waitFill(t, e, k); n != poolReserve {
+		t.Errorf("%d spares after the top-up, want %d", n, poolReserve)
+	}
+	if n, _ := spares(e, other); n != 1 {
+		t.Errorf("the image used before has %d spares, want its 1", n)
+	}
+
+	// Emptied: the next top-up makes layers, and a create stops it.
+	e.pool.mu.Lock()
+	e.pool.ready[k] = nil
+	e.pool.mu.Unlock()
+	release := make(chan struct{})
+	f.mu.Lock()
+	f.hold["create"] = release
+	f.mu.Unlock()
+	e.topUpRootfs()
+	<-f.entered
+	e.pool.mu.Lock()
+	e.pool.creates++ // as createRootfs does
+	e.pool.mu.Unlock()
+	close(release)
+	if n := waitFill(t, e, k); n != 1 {
+		t.Errorf("%d spares after a create came during the top-up, want the 1 being made", n)
+	}
+
+	e.drainRootfsPool(true)
+	e.topUpRootfs()
+	if n := waitFill(t, e, k); n != 0 {
+		t.Errorf("%d spares made after Close", n)
+	}
+	waitRemovals(t, e)
 }

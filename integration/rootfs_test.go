@@ -168,9 +168,11 @@ func TestWritableLayerReusedEmpty(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	// The layer is kept once emptied, which the directory does not show:
-	// spares are taken in turn, so one of the next few containers gets it.
+	// spares are taken in turn, oldest first, so one of the next few
+	// containers gets it (after a pause in creates the pool may have made
+	// up to 8 spares, engine.poolReserve, ahead of it).
 	found := false
-	for i := 0; i < 4 && !found; i++ {
+	for i := 0; i < 12 && !found; i++ {
 		if i > 0 {
 			dockerOK(t, d, "rm", "-f", "second")
 			time.Sleep(100 * time.Millisecond)
@@ -204,4 +206,35 @@ func dropSpares(t *testing.T, d *daemon, ref string) {
 	t.Helper()
 	dockerOK(t, d, "tag", ref, "hutch-test/drop-spares:x")
 	dockerOK(t, d, "rmi", "hutch-test/drop-spares:x")
+}
+
+// After a pause in creates the pool makes spare writable layers for the
+// image last used (engine.poolReserve: 8), and the next containers take
+// them instead of making their layers on the create's path: the first
+// wave of concurrent runs after a quiet spell no longer queues behind
+// containers/storage's lock.
+func TestRootfsSparesAfterPause(t *testing.T) {
+	d, ref := pulled(t)
+	dockerOK(t, d, "rm", dockerOK(t, d, "create", ref, "true"))
+	var spares []string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		// No container is left: every writable layer is a spare.
+		if spares = rootfsLayers(t, d); len(spares) >= 8 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if len(spares) != 8 {
+		t.Fatalf("%d spare layers after the pause, want 8\n%s", len(spares), d.Log())
+	}
+	layers := map[string]bool{}
+	for _, id := range spares {
+		layers[layerOf(t, d, id)] = true
+	}
+	for i := range 8 {
+		id := dockerOK(t, d, "create", ref, "true")
+		upper := dockerOK(t, d, "inspect", "-f", "{{.GraphDriver.Data.UpperDir}}", id)
+		if layer := filepath.Base(filepath.Dir(upper)); !layers[layer] {
+			t.Errorf("container %d got layer %s, not one of the spares", i+1, layer)
+		}
+	}
 }
