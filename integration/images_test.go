@@ -345,8 +345,13 @@ func TestImageBadInput(t *testing.T) {
 	}
 }
 
-// storeLayers lists the layers of the daemon's store, from the layer
-// records and from the driver's directory.
+// storeLayers lists the image layers of the daemon's store, from the
+// layer records and from the driver's directory. The writable layers of
+// containers/storage's containers (the containers' own and the pool's
+// spares, made and emptied in the background) are left out; they are
+// read after the layers, so only a writable layer being made at that
+// moment (its layer there, its container record not yet) can be listed:
+// compare with sameStoreLayers.
 func storeLayers(t *testing.T, d *daemon) []string {
 	t.Helper()
 	graph := filepath.Join(d.Data, "hutch", "storage")
@@ -378,8 +383,29 @@ func storeLayers(t *testing.T, d *daemon) []string {
 	if len(recs) == 0 {
 		t.Fatalf("no layer records under %s: the store layout changed", graph)
 	}
+	writable := map[string]bool{}
+	for _, c := range storageContainers(t, d) {
+		writable[c.Layer] = true
+	}
+	out = slices.DeleteFunc(out, func(l string) bool {
+		_, id, _ := strings.Cut(l, ":")
+		return writable[id]
+	})
 	slices.Sort(out)
 	return out
+}
+
+// sameStoreLayers waits (up to 5 s) for storeLayers to list want, and
+// returns the last list: a writable layer being made in the background
+// shows for a moment.
+func sameStoreLayers(t *testing.T, d *daemon, want []string) []string {
+	t.Helper()
+	got := storeLayers(t, d)
+	for deadline := time.Now().Add(5 * time.Second); !slices.Equal(got, want) && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+		got = storeLayers(t, d)
+	}
+	return got
 }
 
 // breakingProxy serves registryAddr's API but cuts the connection halfway

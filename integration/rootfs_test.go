@@ -12,13 +12,44 @@ import (
 	"time"
 )
 
+// storageContainer is a container of containers/storage: a writable
+// layer of the daemon's (a container's rootfs or a spare of the pool).
+type storageContainer struct {
+	ID    string `json:"id"`
+	Image string `json:"image"`
+	Layer string `json:"layer"`
+}
+
+// storageContainers reads containers/storage's container records,
+// durable and volatile, of whichever driver.
+func storageContainers(t *testing.T, d *daemon) []storageContainer {
+	t.Helper()
+	var out []storageContainer
+	files, _ := filepath.Glob(filepath.Join(d.Data, "hutch", "storage", "*-containers", "*containers.json"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if os.IsNotExist(err) {
+			continue
+		}
+		var list []storageContainer
+		if err == nil {
+			err = json.Unmarshal(b, &list)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		out = append(out, list...)
+	}
+	return out
+}
+
 // rootfsLayers lists the writable layers in the daemon's store: the
 // containers of containers/storage, durable and volatile.
 func rootfsLayers(t *testing.T, d *daemon) []string {
 	t.Helper()
 	var out []string
-	for id := range rootfsImages(t, d) {
-		out = append(out, id)
+	for _, c := range storageContainers(t, d) {
+		out = append(out, c.ID)
 	}
 	return out
 }
@@ -28,24 +59,8 @@ func rootfsLayers(t *testing.T, d *daemon) []string {
 func rootfsImages(t *testing.T, d *daemon) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	for _, f := range []string{"containers.json", "volatile-containers.json"} {
-		b, err := os.ReadFile(filepath.Join(d.Data, "hutch", "storage", "overlay-containers", f))
-		if os.IsNotExist(err) {
-			continue
-		}
-		var list []struct {
-			ID    string `json:"id"`
-			Image string `json:"image"`
-		}
-		if err == nil {
-			err = json.Unmarshal(b, &list)
-		}
-		if err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		for _, c := range list {
-			out[c.ID] = c.Image
-		}
+	for _, c := range storageContainers(t, d) {
+		out[c.ID] = c.Image
 	}
 	return out
 }
@@ -110,22 +125,9 @@ func TestImageRemoveAfterContainerRemove(t *testing.T) {
 // records.
 func layerOf(t *testing.T, d *daemon, id string) string {
 	t.Helper()
-	for _, f := range []string{"containers.json", "volatile-containers.json"} {
-		b, err := os.ReadFile(filepath.Join(d.Data, "hutch", "storage", "overlay-containers", f))
-		if err != nil {
-			continue
-		}
-		var list []struct {
-			ID    string `json:"id"`
-			Layer string `json:"layer"`
-		}
-		if err := json.Unmarshal(b, &list); err != nil {
-			t.Fatal(err)
-		}
-		for _, c := range list {
-			if c.ID == id {
-				return c.Layer
-			}
+	for _, c := range storageContainers(t, d) {
+		if c.ID == id {
+			return c.Layer
 		}
 	}
 	t.Fatalf("no rootfs %s", id)
@@ -208,6 +210,23 @@ func dropSpares(t *testing.T, d *daemon, ref string) {
 	dockerOK(t, d, "rmi", "hutch-test/drop-spares:x")
 }
 
+// poolReserve is engine.poolReserve: the spares of the image last used
+// that the pool makes after a pause in creates.
+const poolReserve = 8
+
+// waitSpares waits (up to 10 s) for the writable layers of a daemon
+// without containers to reach poolReserve, the pool's top-up after a pause
+// in creates, and returns them.
+func waitSpares(t *testing.T, d *daemon) []string {
+	t.Helper()
+	spares := rootfsLayers(t, d)
+	for deadline := time.Now().Add(10 * time.Second); len(spares) < poolReserve && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+		spares = rootfsLayers(t, d)
+	}
+	return spares
+}
+
 // After a pause in creates the pool makes spare writable layers for the
 // image last used (engine.poolReserve: 8), and the next containers take
 // them instead of making their layers on the create's path: the first
@@ -216,21 +235,16 @@ func dropSpares(t *testing.T, d *daemon, ref string) {
 func TestRootfsSparesAfterPause(t *testing.T) {
 	d, ref := pulled(t)
 	dockerOK(t, d, "rm", dockerOK(t, d, "create", ref, "true"))
-	var spares []string
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		// No container is left: every writable layer is a spare.
-		if spares = rootfsLayers(t, d); len(spares) >= 8 || time.Now().After(deadline) {
-			break
-		}
-	}
-	if len(spares) != 8 {
-		t.Fatalf("%d spare layers after the pause, want 8\n%s", len(spares), d.Log())
+	// No container is left: every writable layer is a spare.
+	spares := waitSpares(t, d)
+	if len(spares) != poolReserve {
+		t.Fatalf("%d spare layers after the pause, want %d\n%s", len(spares), poolReserve, d.Log())
 	}
 	layers := map[string]bool{}
 	for _, id := range spares {
 		layers[layerOf(t, d, id)] = true
 	}
-	for i := range 8 {
+	for i := range poolReserve {
 		id := dockerOK(t, d, "create", ref, "true")
 		upper := dockerOK(t, d, "inspect", "-f", "{{.GraphDriver.Data.UpperDir}}", id)
 		if layer := filepath.Base(filepath.Dir(upper)); !layers[layer] {
