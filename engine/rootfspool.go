@@ -163,7 +163,7 @@ func (e *Engine) refillRootfs(k poolKey) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.ready[k]) == 0 {
-		p.fillLocked(e, k, 1, 0, false)
+		p.fillLocked(e, k, 1)
 	}
 }
 
@@ -184,17 +184,17 @@ func (e *Engine) topUpRootfs() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.recent) > 0 {
-		p.fillLocked(e, p.recent[len(p.recent)-1], poolReserve, p.creates, true)
+		p.fillLocked(e, p.recent[len(p.recent)-1], poolReserve)
 	}
 }
 
-// fillLocked makes spares for k in the background until it has want (a
-// fill already running for k is left to go on). With stopOnCreate, it
-// stops once a create came after the one numbered since.
-func (p *rootfsPool) fillLocked(e *Engine, k poolKey, want int, since uint64, stopOnCreate bool) {
+// fillLocked makes spares for k in the background until it has want, or
+// until a create comes (a fill already running for k is left to go on).
+func (p *rootfsPool) fillLocked(e *Engine, k poolKey, want int) {
 	if p.filling[k] || len(p.ready[k]) >= want || !p.wantsLocked(k) {
 		return
 	}
+	since := p.creates
 	if p.filling == nil {
 		p.filling = map[poolKey]bool{}
 	}
@@ -205,7 +205,7 @@ func (p *rootfsPool) fillLocked(e *Engine, k poolKey, want int, since uint64, st
 				break
 			}
 			p.mu.Lock()
-			more := len(p.ready[k]) < want && p.wantsLocked(k) && (!stopOnCreate || p.creates == since)
+			more := len(p.ready[k]) < want && p.wantsLocked(k) && p.creates == since
 			p.mu.Unlock()
 			if !more {
 				break
