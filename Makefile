@@ -20,6 +20,7 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o bin/hutch-shim ./cmd/hutch-shim
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o bin/hutch-ns ./cmd/hutch-ns
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o bin/hutch-init ./cmd/hutch-init
+	$(GO) build $(GOFLAGS_BUILD) -o bin/hutch-buildkit ./cmd/hutch-buildkit
 
 # As root: installs the Debian packages, creates the unprivileged test user
 # and runs the integration tests as that user. As a user: runs them directly.

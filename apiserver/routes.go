@@ -89,6 +89,8 @@ func (s *Server) routes() []route {
 		{http.MethodGet, "/system/df", s.systemDF},
 		{http.MethodPost, "/build", s.imageBuild},
 		{http.MethodPost, "/build/prune", s.buildPrune},
+		{http.MethodPost, "/grpc", s.buildkitForward},
+		{http.MethodPost, "/session", s.buildkitForward},
 
 		// volumes
 		{http.MethodPost, "/volumes/create", s.volumeCreate},

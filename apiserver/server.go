@@ -70,11 +70,14 @@ type Options struct {
 	Experimental bool
 	// Version is hutch's version, sent in the Server header. Empty means "dev".
 	Version string
+	// BuildKit serves BuildKit's endpoints; nil: none (classic builds only).
+	BuildKit BuildKit
 }
 
 // Server is the Docker API server. Create it with New.
 type Server struct {
 	backend      Backend
+	buildkit     BuildKit
 	log          *slog.Logger
 	experimental string // "true" or "false", as sent in Docker-Experimental
 	serverHeader string
@@ -88,6 +91,7 @@ type Server struct {
 func New(b Backend, o Options) *Server {
 	s := &Server{
 		backend:      b,
+		buildkit:     o.BuildKit,
 		log:          o.Logger,
 		experimental: fmt.Sprint(o.Experimental),
 	}

@@ -15,8 +15,13 @@ func (s *Server) ping(w http.ResponseWriter, r *http.Request) error {
 	h := w.Header()
 	h.Set("Cache-Control", "no-cache, no-store, must-revalidate")
 	h.Set("Pragma", "no-cache")
-	// We have no BuildKit; "1" makes the docker CLI use the classic builder API.
-	h.Set("Builder-Version", string(build.BuilderV1))
+	// "2": BuildKit through /grpc and /session; "1" has the docker CLI
+	// (without buildx) use the classic builder's POST /build.
+	if s.buildkit != nil && s.buildkit.Available() {
+		h.Set("Builder-Version", string(build.BuilderBuildKit))
+	} else {
+		h.Set("Builder-Version", string(build.BuilderV1))
+	}
 	h.Set("Swarm", string(swarm.LocalNodeStateInactive))
 	h.Set("Content-Type", "text/plain; charset=utf-8")
 	if r.Method == http.MethodHead {

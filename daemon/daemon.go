@@ -22,6 +22,7 @@ import (
 	containertypes "github.com/moby/moby/api/types/container"
 
 	"github.com/hutch-engine/hutch/apiserver"
+	"github.com/hutch-engine/hutch/buildkit/proxy"
 	"github.com/hutch-engine/hutch/config"
 	"github.com/hutch-engine/hutch/engine"
 	enet "github.com/hutch-engine/hutch/engine/network"
@@ -215,7 +216,9 @@ func runEngine(ctx context.Context, c *config.Config, log *slog.Logger) error {
 		return err
 	}
 	defer os.Remove(c.Socket)
-	srv := apiserver.New(eng, apiserver.Options{Logger: log, Version: version.Version})
+	bk := buildkitProxy(c, runtimeBin, log)
+	defer bk.Close()
+	srv := apiserver.New(eng, apiserver.Options{Logger: log, Version: version.Version, BuildKit: bk})
 	var tcpErr chan error
 	if c.TCP != "" {
 		tl, err := listenTCP(c)
@@ -235,6 +238,28 @@ func runEngine(ctx context.Context, c *config.Config, log *slog.Logger) error {
 	}
 	log.Info("API closed")
 	return err
+}
+
+// buildkitProxy is the engine's way to hutch-buildkit, which it starts
+// at the first build. Without the binary, /_ping offers the classic
+// builder only.
+func buildkitProxy(c *config.Config, runtimeBin string, log *slog.Logger) *proxy.Proxy {
+	bin, err := helperBinary("hutch-buildkit", "HUTCH_BUILDKIT")
+	if err != nil {
+		log.Warn("BuildKit builds will not work; docker build needs DOCKER_BUILDKIT=0", "err", err)
+		bin = ""
+	}
+	return proxy.New(proxy.Options{
+		Binary:             bin,
+		Root:               filepath.Join(c.DataRoot, "buildkit"),
+		StateDir:           filepath.Join(c.StateDir, "buildkit"),
+		EngineSocket:       c.Socket,
+		RuntimeBinary:      runtimeBin,
+		InsecureRegistries: c.InsecureRegistries,
+		DNS:                c.DNS,
+		Debug:              c.LogLevel == "debug",
+		Log:                log,
+	})
 }
 
 // helperBinary finds one of hutch's helper programs: $env, else beside the

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Prepares a fresh Debian machine for hutch's tests (run as root): the Debian
-# packages the tests use, the npm packages of the Node clients' tests, an
-# unprivileged test user with subuid/subgid ranges, a /dev/net/tun that user
+# packages the tests use, the npm packages of the Node clients' tests, the
+# docker CLI plugins of the BuildKit tests (clients.sh), an unprivileged
+# test user with subuid/subgid ranges, a /dev/net/tun that user
 # may open (for slirp4netns), a small file system the user owns (for the
 # full-disk test), and a non-loopback address on lo (for the source-address
 # test).
@@ -45,6 +46,10 @@ if ! cmp -s "$node_src/package-lock.json" "$NODE_DIR/package-lock.json"; then
 	mv "$node_tmp" "$NODE_DIR"
 	chmod -R a+rX "$NODE_DIR"
 fi
+
+# buildx and compose v5, built at pinned versions from the Go module proxy
+# into a directory of their own (not one the docker CLI looks in unasked).
+bash "$(dirname "$0")/clients.sh"
 
 if ! id "$TEST_USER" >/dev/null 2>&1; then
 	useradd --create-home --shell /bin/bash "$TEST_USER"

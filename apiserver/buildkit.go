@@ -1,0 +1,27 @@
+package apiserver
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/containerd/errdefs"
+)
+
+// BuildKit forwards BuildKit's endpoints: POST /grpc (BuildKit's control
+// API, upgraded to h2c) and POST /session (the client's session,
+// hijacked), which buildx and the docker CLI's BuildKit builds use.
+type BuildKit interface {
+	// Available reports whether builds can be forwarded (what /_ping's
+	// Builder-Version says).
+	Available() bool
+	// Forward serves the request on its hijacked connection; an error
+	// comes only before the hijack.
+	Forward(w http.ResponseWriter, r *http.Request) error
+}
+
+func (s *Server) buildkitForward(w http.ResponseWriter, r *http.Request) error {
+	if s.buildkit == nil || !s.buildkit.Available() {
+		return fmt.Errorf("BuildKit is not available on this daemon (DOCKER_BUILDKIT=0 uses the classic builder): %w", errdefs.ErrNotImplemented)
+	}
+	return s.buildkit.Forward(w, r)
+}

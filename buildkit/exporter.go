@@ -1,0 +1,188 @@
+package buildkit
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+
+	"github.com/containerd/containerd/v2/core/content"
+	"github.com/containerd/containerd/v2/core/images"
+	"github.com/containerd/platforms"
+	"github.com/distribution/reference"
+	bkexporter "github.com/moby/buildkit/exporter"
+	"github.com/moby/buildkit/exporter/containerimage/exptypes"
+	"github.com/moby/buildkit/util/progress"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+)
+
+// mobyExporter is the exporter buildx's docker driver asks for: the
+// image goes into the daemon's own store.
+const mobyExporter = "moby"
+
+// exporter is "moby": BuildKit's image exporter commits the image into
+// the content store (and pushes it when asked), then the image is loaded
+// into the engine, or only tagged when the engine has that image id.
+type exporter struct {
+	inner bkexporter.Exporter
+	eng   *engineClient
+	cs    content.Store
+}
+
+func (e *exporter) Resolve(ctx context.Context, id int, opts map[string]string) (bkexporter.ExporterInstance, error) {
+	inner := maps.Clone(opts)
+	if inner == nil {
+		inner = map[string]string{}
+	}
+	// The engine's image id is the config's digest whatever is asked
+	// (Docker's graph-driver store does the same).
+	delete(inner, "prefer-image-digest")
+	inner[string(exptypes.OptKeyStore)] = "false"
+	// Layers only for the engine are not compressed to be read back at
+	// once; a push keeps BuildKit's default.
+	if _, ok := inner["compression"]; !ok && !truthy(inner[string(exptypes.OptKeyPush)]) {
+		inner["compression"] = "uncompressed"
+	}
+	i, err := e.inner.Resolve(ctx, id, inner)
+	if err != nil {
+		return nil, err
+	}
+	return &exporterInstance{ExporterInstance: i, e: e}, nil
+}
+
+func truthy(v string) bool {
+	return v == "true" || v == "1"
+}
+
+type exporterInstance struct {
+	bkexporter.ExporterInstance
+	e *exporter
+}
+
+func (i *exporterInstance) Type() string { return mobyExporter }
+
+func (i *exporterInstance) Export(ctx context.Context, src *bkexporter.Source, info bkexporter.ExportBuildInfo) (map[string]string, bkexporter.FinalizeFunc, bkexporter.DescriptorReference, error) {
+	resp, finalize, ref, err := i.ExporterInstance.Export(ctx, src, info)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	release := func() {
+		if ref != nil {
+			_ = ref.Release()
+		}
+	}
+	top, err := responseDescriptor(resp)
+	if err != nil {
+		release()
+		return nil, nil, nil, err
+	}
+	man, err := i.e.platformManifest(ctx, top)
+	if err != nil {
+		release()
+		return nil, nil, nil, err
+	}
+	names := tagNames(resp[exptypes.ExporterImageNameKey])
+	if err := i.e.store(ctx, man, names); err != nil {
+		release()
+		return nil, nil, nil, err
+	}
+	id := man.Config.Digest.String()
+	resp[exptypes.ExporterImageConfigDigestKey] = id
+	resp[exptypes.ExporterImageDigestKey] = id
+	return resp, finalize, ref, nil
+}
+
+// responseDescriptor reads the image exporter's descriptor of what it
+// committed (a manifest, or an index with attestations).
+func responseDescriptor(resp map[string]string) (ocispec.Descriptor, error) {
+	var desc ocispec.Descriptor
+	if s, ok := resp[exptypes.ExporterImageDescriptorKey]; ok {
+		b, err := base64.StdEncoding.DecodeString(s)
+		if err != nil {
+			return desc, err
+		}
+		if err := json.Unmarshal(b, &desc); err != nil {
+			return desc, err
+		}
+		return desc, nil
+	}
+	return desc, errors.New("the image exporter returned no descriptor")
+}
+
+// platformManifest returns the manifest of this platform's image: desc
+// itself, or its entry in an index, leaving attestation manifests aside
+// as Docker's graph-driver image store does.
+func (e *exporter) platformManifest(ctx context.Context, desc ocispec.Descriptor) (*ocispec.Manifest, error) {
+	b, err := content.ReadBlob(ctx, e.cs, desc)
+	if err != nil {
+		return nil, err
+	}
+	if images.IsIndexType(desc.MediaType) {
+		var idx ocispec.Index
+		if err := json.Unmarshal(b, &idx); err != nil {
+			return nil, err
+		}
+		match := platforms.Default()
+		var found *ocispec.Descriptor
+		for j := range idx.Manifests {
+			m := &idx.Manifests[j]
+			if m.Annotations["vnd.docker.reference.type"] != "" {
+				continue
+			}
+			if m.Platform == nil || match.Match(*m.Platform) {
+				found = m
+				break
+			}
+		}
+		if found == nil {
+			return nil, fmt.Errorf("the build has no image for %s: a multi-platform result cannot be loaded into the engine's store; use --output type=oci or push it", platforms.DefaultString())
+		}
+		return e.platformManifest(ctx, *found)
+	}
+	var man ocispec.Manifest
+	if err := json.Unmarshal(b, &man); err != nil {
+		return nil, err
+	}
+	return &man, nil
+}
+
+// tagNames are the names the engine takes: tagged references (a name
+// without a tag gets latest; digest references are BuildKit's own).
+func tagNames(list string) []string {
+	var out []string
+	for n := range strings.SplitSeq(list, ",") {
+		n = strings.TrimSpace(n)
+		if n == "" || strings.Contains(n, "@") {
+			continue
+		}
+		named, err := reference.ParseNormalizedNamed(n)
+		if err != nil {
+			continue
+		}
+		out = append(out, reference.TagNameOnly(named).String())
+	}
+	return out
+}
+
+// store puts the image into the engine under names: a load when the
+// engine lacks it, then tags.
+func (e *exporter) store(ctx context.Context, man *ocispec.Manifest, names []string) error {
+	id := man.Config.Digest
+	done := progress.OneOff(ctx, "writing image "+id.String())
+	if _, err := e.eng.inspectImage(ctx, id.String()); err != nil {
+		if err := e.load(ctx, man, names); err != nil {
+			return done(err)
+		}
+	}
+	done(nil)
+	for _, n := range names {
+		named := progress.OneOff(ctx, "naming to "+n)
+		if err := named(e.eng.tag(ctx, id.String(), n)); err != nil {
+			return err
+		}
+	}
+	return nil
+}

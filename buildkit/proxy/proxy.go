@@ -1,0 +1,232 @@
+// Package proxy is the engine's side of hutch's BuildKit daemon: it
+// starts hutch-buildkit at the first POST /grpc or POST /session and
+// forwards those requests, whole connections, to its socket. It links
+// nothing of BuildKit, so an engine that never builds carries none of it.
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Options say how to start hutch-buildkit.
+type Options struct {
+	// Binary is hutch-buildkit.
+	Binary string
+	// Root, StateDir, EngineSocket and RuntimeBinary are its --root,
+	// --state, --engine and --runtime.
+	Root, StateDir, EngineSocket, RuntimeBinary string
+	InsecureRegistries, DNS                     []string
+	Debug                                       bool
+	Log                                         *slog.Logger
+}
+
+// startTimeout bounds the wait for a starting hutch-buildkit to listen.
+const startTimeout = 60 * time.Second
+
+// Proxy starts hutch-buildkit on demand and forwards connections to it.
+type Proxy struct {
+	opt    Options
+	socket string
+
+	mu     sync.Mutex
+	closed bool
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+// New returns a proxy; nothing starts yet.
+func New(opt Options) *Proxy {
+	if opt.Log == nil {
+		opt.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Proxy{opt: opt, socket: opt.StateDir + "/buildkit.sock"}
+}
+
+// Forward serves one BuildKit request (POST /grpc or /session): it hands
+// the request to hutch-buildkit and then copies the hijacked connection
+// both ways until either side closes it.
+func (p *Proxy) Forward(w http.ResponseWriter, r *http.Request) error {
+	backend, err := p.dial(r.Context())
+	if err != nil {
+		return err
+	}
+	defer backend.Close()
+	if err := r.Write(backend); err != nil {
+		return fmt.Errorf("buildkit: %w", err)
+	}
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		return errors.New("connection cannot be hijacked")
+	}
+	conn, brw, err := hj.Hijack()
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	// Bytes the client sent after the request and the server already read.
+	if n := brw.Reader.Buffered(); n > 0 {
+		b, _ := brw.Reader.Peek(n)
+		if _, err := backend.Write(b); err != nil {
+			return nil
+		}
+	}
+	done := make(chan struct{}, 2)
+	go func() {
+		_, _ = io.Copy(backend, conn)
+		closeWrite(backend)
+		done <- struct{}{}
+	}()
+	go func() {
+		_, _ = io.Copy(conn, backend)
+		closeWrite(conn)
+		done <- struct{}{}
+	}()
+	<-done
+	// One side is done; the other gets a moment to finish its last words.
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+	}
+	return nil
+}
+
+func closeWrite(c net.Conn) {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+		return
+	}
+	_ = c.Close()
+}
+
+// dial connects to hutch-buildkit, starting it first when none runs.
+func (p *Proxy) dial(ctx context.Context) (net.Conn, error) {
+	if err := p.ensure(ctx); err != nil {
+		return nil, err
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, "unix", p.socket)
+}
+
+// ensure starts hutch-buildkit if it is not running, and waits for it to
+// listen.
+func (p *Proxy) ensure(ctx context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return errors.New("the engine is stopping")
+	}
+	if p.cmd != nil {
+		return nil
+	}
+	if p.opt.Binary == "" {
+		return errors.New("BuildKit is not available: hutch-buildkit was not found beside the hutch binary or on PATH (DOCKER_BUILDKIT=0 uses the classic builder)")
+	}
+	_ = os.Remove(p.socket)
+	if err := os.MkdirAll(p.opt.StateDir, 0o700); err != nil {
+		return err
+	}
+	logf, err := os.OpenFile(p.opt.StateDir+"/buildkit.log", os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	args := []string{
+		"--root", p.opt.Root, "--state", p.opt.StateDir, "--socket", p.socket,
+		"--engine", p.opt.EngineSocket, "--runtime", p.opt.RuntimeBinary,
+	}
+	if len(p.opt.InsecureRegistries) > 0 {
+		args = append(args, "--insecure-registries", strings.Join(p.opt.InsecureRegistries, ","))
+	}
+	if len(p.opt.DNS) > 0 {
+		args = append(args, "--dns", strings.Join(p.opt.DNS, ","))
+	}
+	if p.opt.Debug {
+		args = append(args, "--debug")
+	}
+	// hold's read end is its fd 3: it stops once that reads EOF, when the
+	// engine has closed or died (its state must not stay locked by a
+	// process the next engine does not know).
+	holdR, holdW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer holdR.Close()
+	args = append(args, "--hold-fd", "3")
+	cmd := exec.Command(p.opt.Binary, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.ExtraFiles = []*os.File{holdR}
+	cmd.Dir = "/"
+	// Its own process group: a signal to the engine's is not for it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		holdW.Close()
+		return fmt.Errorf("start hutch-buildkit: %w", err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		err := cmd.Wait()
+		holdW.Close()
+		p.mu.Lock()
+		if p.cmd == cmd {
+			p.cmd = nil
+		}
+		p.mu.Unlock()
+		p.opt.Log.Info("hutch-buildkit exited", "err", err)
+		close(exited)
+	}()
+	deadline := time.Now().Add(startTimeout)
+	for {
+		if c, err := net.Dial("unix", p.socket); err == nil {
+			c.Close()
+			break
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("hutch-buildkit exited at start (see %s/buildkit.log)", p.opt.StateDir)
+		case <-ctx.Done():
+			_ = cmd.Process.Kill()
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			return fmt.Errorf("hutch-buildkit did not listen within %s (see %s/buildkit.log)", startTimeout, p.opt.StateDir)
+		}
+	}
+	p.cmd, p.exited = cmd, exited
+	p.opt.Log.Info("hutch-buildkit started", "pid", cmd.Process.Pid, "socket", p.socket)
+	return nil
+}
+
+// Close stops hutch-buildkit: SIGTERM, and SIGKILL after 10 s.
+func (p *Proxy) Close() {
+	p.mu.Lock()
+	p.closed = true
+	cmd, exited := p.cmd, p.exited
+	p.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		_ = cmd.Process.Kill()
+		<-exited
+	}
+}
+
+// Available reports whether hutch-buildkit was found.
+func (p *Proxy) Available() bool { return p.opt.Binary != "" }

@@ -1,0 +1,169 @@
+package buildkit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/containerd/containerd/v2/core/remotes/docker"
+	"github.com/moby/buildkit/session"
+	"github.com/moby/buildkit/util/resolver"
+	resolverconfig "github.com/moby/buildkit/util/resolver/config"
+	"golang.org/x/net/http2"
+	"google.golang.org/grpc"
+)
+
+// Config is the BuildKit process's configuration, from the engine.
+type Config struct {
+	// Root holds BuildKit's state: DataRoot/buildkit.
+	Root string
+	// StateDir holds its sockets and the build containers' libcontainer
+	// state (under the engine's runtime directory).
+	StateDir string
+	// Socket is where the process serves /grpc and /session.
+	Socket string
+	// EngineSocket is the engine's API.
+	EngineSocket string
+	// RuntimeBinary is hutch-runtime.
+	RuntimeBinary string
+	// InsecureRegistries are reached over plain HTTP (daemon.json's
+	// insecure-registries); loopback registries always are, as Docker
+	// treats them.
+	InsecureRegistries []string
+	// DNS servers for build containers (daemon.json's dns).
+	DNS   []string
+	Debug bool
+	Log   *slog.Logger
+
+	RegistryHosts docker.RegistryHosts
+}
+
+// Serve runs the BuildKit daemon until ctx ends: the controller and its
+// worker, the session manager, and an HTTP server on cfg.Socket that
+// takes the engine's proxied POST /grpc (upgraded to h2c: BuildKit's
+// control API) and POST /session (the client's session, hijacked).
+func Serve(ctx context.Context, cfg Config) error {
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	for _, d := range []string{cfg.Root, cfg.StateDir} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return err
+		}
+	}
+	cfg.RegistryHosts = registryHosts(cfg.InsecureRegistries)
+	eng, err := newEngineClient(cfg.EngineSocket)
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	sm, err := session.NewManager()
+	if err != nil {
+		return err
+	}
+	ctrl, w, err := newController(ctx, cfg, sm, eng)
+	if err != nil {
+		return err
+	}
+	defer ctrl.Close()
+	defer w.exec.Close()
+	gs := grpc.NewServer()
+	ctrl.Register(gs)
+
+	_ = os.Remove(cfg.Socket)
+	ln, err := net.Listen("unix", cfg.Socket)
+	if err != nil {
+		return err
+	}
+	if err := os.Chmod(cfg.Socket, 0o600); err != nil {
+		ln.Close()
+		return err
+	}
+	h2 := &http2.Server{}
+	srv := &http.Server{
+		ReadHeaderTimeout: 30 * time.Second,
+		Handler: http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+			var err error
+			switch {
+			case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/grpc"):
+				err = serveGRPC(rw, r, h2, gs)
+			case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/session"):
+				err = sm.HandleHTTPRequest(r.Context(), rw, r)
+			default:
+				http.NotFound(rw, r)
+				return
+			}
+			if err != nil {
+				cfg.Log.Debug("buildkit connection ended", "path", r.URL.Path, "err", err)
+			}
+		}),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	cfg.Log.Info("buildkit ready", "socket", cfg.Socket, "root", cfg.Root)
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		return err
+	}
+	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(shutdown)
+	gs.Stop()
+	return nil
+}
+
+// serveGRPC answers the h2c upgrade of POST /grpc and serves BuildKit's
+// control API on the connection, as Docker's daemon does.
+func serveGRPC(rw http.ResponseWriter, r *http.Request, h2 *http2.Server, gs *grpc.Server) error {
+	if proto := r.Header.Get("Upgrade"); proto != "h2c" {
+		http.Error(rw, fmt.Sprintf("protocol %q not supported: upgrade to h2c", proto), http.StatusBadRequest)
+		return nil
+	}
+	hj, ok := rw.(http.Hijacker)
+	if !ok {
+		return errors.New("connection cannot be hijacked")
+	}
+	conn, _, err := hj.Hijack()
+	if err != nil {
+		return err
+	}
+	resp := &http.Response{
+		StatusCode: http.StatusSwitchingProtocols,
+		ProtoMajor: 1, ProtoMinor: 1,
+		Header: http.Header{"Connection": {"Upgrade"}, "Upgrade": {"h2c"}},
+	}
+	if err := resp.Write(conn); err != nil {
+		conn.Close()
+		return err
+	}
+	h2.ServeConn(conn, &http2.ServeConnOpts{Handler: gs})
+	return nil
+}
+
+// registryHosts is BuildKit's registry configuration: HTTPS, with plain
+// HTTP for the insecure registries named (and loopback, which
+// BuildKit's default already allows).
+func registryHosts(insecure []string) docker.RegistryHosts {
+	m := map[string]resolverconfig.RegistryConfig{}
+	yes := true
+	for _, h := range insecure {
+		h = strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(h, "http://"), "https://"), "/")
+		if h == "" || strings.Contains(h, "/") { // CIDRs are not hosts
+			continue
+		}
+		m[h] = resolverconfig.RegistryConfig{PlainHTTP: &yes, Insecure: &yes}
+	}
+	return resolver.NewRegistryConfig(m)
+}
+
+// SocketPath is where the BuildKit process of an engine with runtime
+// directory stateDir listens.
+func SocketPath(stateDir string) string { return filepath.Join(stateDir, "buildkit.sock") }
