@@ -11,9 +11,9 @@ import (
 	"strings"
 	"sync"
 
-	cerrdefs "github.com/containerd/errdefs"
 	"github.com/containerd/containerd/v2/core/content"
 	"github.com/containerd/containerd/v2/core/images"
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
