@@ -14,6 +14,7 @@ import (
 
 	"github.com/containerd/containerd/v2/core/remotes/docker"
 	"github.com/moby/buildkit/session"
+	"github.com/moby/buildkit/util/grpcerrors"
 	"github.com/moby/buildkit/util/resolver"
 	resolverconfig "github.com/moby/buildkit/util/resolver/config"
 	"golang.org/x/net/http2"
@@ -74,7 +75,12 @@ func Serve(ctx context.Context, cfg Config) error {
 	}
 	defer ctrl.Close()
 	defer w.exec.Close()
-	gs := grpc.NewServer()
+	// BuildKit's errors carry their details (the Dockerfile excerpt of
+	// a syntax error, an exit code) as gRPC status details.
+	gs := grpc.NewServer(
+		grpc.UnaryInterceptor(grpcerrors.UnaryServerInterceptor),
+		grpc.StreamInterceptor(grpcerrors.StreamServerInterceptor),
+	)
 	ctrl.Register(gs)
 
 	_ = os.Remove(cfg.Socket)

@@ -24,6 +24,7 @@ import (
 	"strings"
 
 	"github.com/containerd/errdefs"
+	"github.com/distribution/reference"
 	"github.com/hutch-engine/hutch/engine/build/buildctx"
 	"github.com/hutch-engine/hutch/engine/container"
 	"github.com/moby/buildkit/frontend/dockerfile/instructions"
@@ -155,7 +156,7 @@ func Run(ctx context.Context, be Backend, req Request, out Output) (string, erro
 		if err := be.Tag(ctx, final, t); err != nil {
 			return final, err
 		}
-		b.stream("Successfully tagged %s\n", t)
+		b.stream("Successfully tagged %s\n", familiarTag(t))
 	}
 	out.ImageID(final)
 	if req.Quiet {
@@ -283,3 +284,13 @@ func (w copyOutput) Write(p []byte) (int, error) {
 }
 
 var _ io.Writer = copyOutput{}
+
+// familiarTag is how Docker's builder names a tag it made: short, and
+// with the tag it got (latest when none was given).
+func familiarTag(t string) string {
+	named, err := reference.ParseNormalizedNamed(t)
+	if err != nil {
+		return t
+	}
+	return reference.FamiliarString(reference.TagNameOnly(named))
+}
