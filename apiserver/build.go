@@ -27,6 +27,9 @@ type BuildBackend interface {
 // the context, a tar; the output is Docker's JSON progress stream, ending
 // with the image's ID as aux.
 func (s *Server) imageBuild(w http.ResponseWriter, r *http.Request) error {
+	if r.URL.Query().Get("version") == string(buildtypes.BuilderBuildKit) {
+		return s.buildkitForward(w, r)
+	}
 	req, err := buildRequest(r)
 	if err != nil {
 		return err
@@ -57,8 +60,6 @@ func buildRequest(r *http.Request) (engine.BuildRequest, error) {
 		},
 	}
 	switch {
-	case q.Get("version") == string(buildtypes.BuilderBuildKit):
-		return req, errdefs.ErrInvalidArgument.WithMessage("BuildKit is not supported by this daemon: use the classic builder (DOCKER_BUILDKIT=0)")
 	case queryBool(r, "squash"):
 		return req, errdefs.ErrInvalidArgument.WithMessage("squash is only supported with experimental mode")
 	}

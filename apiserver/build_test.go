@@ -58,7 +58,7 @@ func TestImageBuild(t *testing.T) {
 		{"t=a@sha256:" + strings.Repeat("a", 64), "ok", `cannot hold a digest`, 400, false},
 		{"buildargs=notjson", "ok", `invalid buildargs`, 400, false},
 		{"labels=%5B%5D", "ok", `invalid labels`, 400, false},
-		{"version=2", "ok", `BuildKit is not supported`, 400, false},
+		{"version=2", "ok", `BuildKit is not available`, 501, false},
 		{"platform=windows/amd64", "ok", `is not supported`, 400, false},
 	} {
 		f := &fakeBuild{}

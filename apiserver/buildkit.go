@@ -1,10 +1,12 @@
 package apiserver
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 
 	"github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/build"
 )
 
 // BuildKit forwards BuildKit's endpoints: POST /grpc (BuildKit's control
@@ -14,9 +16,15 @@ type BuildKit interface {
 	// Available reports whether builds can be forwarded (what /_ping's
 	// Builder-Version says).
 	Available() bool
-	// Forward serves the request on its hijacked connection; an error
-	// comes only before the hijack.
+	// Forward serves the request on its hijacked connection (or, for a
+	// request that is no upgrade, proxies it); an error comes only
+	// before anything is written.
 	Forward(w http.ResponseWriter, r *http.Request) error
+	// HasState reports whether BuildKit has a cache to speak of (a build
+	// ran once); without it, prune and disk usage need not start it.
+	HasState() bool
+	// BuildCache lists BuildKit's cache records.
+	BuildCache(ctx context.Context) ([]build.CacheRecord, error)
 }
 
 func (s *Server) buildkitForward(w http.ResponseWriter, r *http.Request) error {

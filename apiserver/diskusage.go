@@ -55,10 +55,16 @@ func (s *Server) systemDF(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	want := func(t string) bool { return len(types) == 0 || slices.Contains(types, t) }
+	var cache []build.CacheRecord
+	if want("build-cache") && s.buildkit != nil {
+		if cache, err = s.buildkit.BuildCache(r.Context()); err != nil {
+			return err
+		}
+	}
 	old := versionLess(APIVersion(r.Context()), "1.52")
 	var legacy legacyDiskUsage
 	if old || !queryBool(r, "verbose") {
-		legacy = legacyLists(du, want)
+		legacy = legacyLists(du, cache, want)
 	}
 	if old {
 		return writeJSON(w, http.StatusOK, legacy)
@@ -74,14 +80,14 @@ func (s *Server) systemDF(w http.ResponseWriter, r *http.Request) error {
 		out.VolumeUsage = volumeUsage(du)
 	}
 	if want("build-cache") {
-		out.BuildCacheUsage = &build.DiskUsage{}
+		out.BuildCacheUsage = buildCacheUsage(cache)
 	}
 	return writeJSON(w, http.StatusOK, diskUsageCompat{&legacy, out})
 }
 
 // legacyLists are the lists of API < 1.52 of the types wanted, empty
 // rather than null.
-func legacyLists(du engine.DiskUsage, want func(string) bool) legacyDiskUsage {
+func legacyLists(du engine.DiskUsage, cache []build.CacheRecord, want func(string) bool) legacyDiskUsage {
 	var l legacyDiskUsage
 	if want("image") {
 		l.LayersSize, l.Images = du.LayersSize, nonNil(du.Images)
@@ -93,7 +99,7 @@ func legacyLists(du engine.DiskUsage, want func(string) bool) legacyDiskUsage {
 		l.Volumes = nonNil(du.Volumes)
 	}
 	if want("build-cache") {
-		l.BuildCache = []build.CacheRecord{}
+		l.BuildCache = nonNil(cache)
 	}
 	return l
 }
@@ -115,6 +121,18 @@ func imageUsage(du engine.DiskUsage) *image.DiskUsage {
 	}
 	u.Reclaimable = max(u.TotalSize-used, 0)
 	u.Items = du.Images
+	return u
+}
+
+// buildCacheUsage totals BuildKit's cache records as Docker does: shared
+// records are counted in the records they share with, and reclaimable
+// are those no build uses.
+func buildCacheUsage(cache []build.CacheRecord) *build.DiskUsage {
+	u := &build.DiskUsage{}
+	u.TotalCount, u.ActiveCount, u.TotalSize, u.Reclaimable = totals(cache, func(c build.CacheRecord) (int64, bool, bool) {
+		return c.Size, c.InUse, !c.Shared
+	})
+	u.Items = cache
 	return u
 }
 
@@ -162,5 +180,8 @@ func totals[T any](items []T, sizeOf func(T) (size int64, active, known bool)) (
 // buildPrune answers POST /build/prune, which docker system prune calls:
 // hutch builds nothing, so there is no cache to prune.
 func (s *Server) buildPrune(w http.ResponseWriter, r *http.Request) error {
+	if s.buildkit != nil && s.buildkit.HasState() {
+		return s.buildkit.Forward(w, r)
+	}
 	return writeJSON(w, http.StatusOK, build.CachePruneReport{CachesDeleted: []string{}})
 }

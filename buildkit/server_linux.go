@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/containerd/containerd/v2/core/remotes/docker"
+	"github.com/hutch-engine/hutch/buildkit/proxy"
 	"github.com/moby/buildkit/session"
 	"github.com/moby/buildkit/util/grpcerrors"
 	"github.com/moby/buildkit/util/resolver"
@@ -102,6 +103,12 @@ func Serve(ctx context.Context, cfg Config) error {
 				err = serveGRPC(rw, r, h2, gs)
 			case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/session"):
 				err = sm.HandleHTTPRequest(r.Context(), rw, r)
+			case r.Method == http.MethodGet && r.URL.Path == proxy.CachePath:
+				err = serveCache(ctrl, rw, r)
+			case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/build/prune"):
+				servePrune(ctrl, rw, r)
+			case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/build"):
+				serveBuild(ctrl, filepath.Join(cfg.Root, "tmp"), rw, r)
 			default:
 				http.NotFound(rw, r)
 				return

@@ -6,18 +6,22 @@ package proxy
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httputil"
 	"os"
 	"os/exec"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/moby/moby/api/types/build"
 )
 
 // Options say how to start hutch-buildkit.
@@ -37,8 +41,10 @@ const startTimeout = 60 * time.Second
 
 // Proxy starts hutch-buildkit on demand and forwards connections to it.
 type Proxy struct {
-	opt    Options
-	socket string
+	opt     Options
+	socket  string
+	client  *http.Client
+	reverse *httputil.ReverseProxy
 
 	mu     sync.Mutex
 	closed bool
@@ -51,13 +57,37 @@ func New(opt Options) *Proxy {
 	if opt.Log == nil {
 		opt.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Proxy{opt: opt, socket: opt.StateDir + "/buildkit.sock"}
+	p := &Proxy{opt: opt, socket: opt.StateDir + "/buildkit.sock"}
+	p.client = &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", p.socket)
+		},
+	}}
+	p.reverse = &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.Out.URL.Scheme, pr.Out.URL.Host = "http", "hutch-buildkit"
+		},
+		Transport:     p.client.Transport,
+		FlushInterval: -1,
+		ErrorLog:      slog.NewLogLogger(opt.Log.Handler(), slog.LevelWarn),
+	}
+	return p
 }
 
-// Forward serves one BuildKit request (POST /grpc or /session): it hands
-// the request to hutch-buildkit and then copies the hijacked connection
-// both ways until either side closes it.
+// Forward serves one request of BuildKit's: an upgraded one (POST /grpc,
+// /session) is handed to hutch-buildkit whole, its hijacked connection
+// copied both ways until either side closes it; others (POST /build
+// with version=2, /build/prune) are proxied as HTTP, the response
+// streamed as it comes.
 func (p *Proxy) Forward(w http.ResponseWriter, r *http.Request) error {
+	if r.Header.Get("Upgrade") == "" {
+		if err := p.ensure(r.Context()); err != nil {
+			return err
+		}
+		p.reverse.ServeHTTP(w, r)
+		return nil
+	}
 	backend, err := p.dial(r.Context())
 	if err != nil {
 		return err
@@ -230,3 +260,43 @@ func (p *Proxy) Close() {
 
 // Available reports whether hutch-buildkit was found.
 func (p *Proxy) Available() bool { return p.opt.Binary != "" }
+
+// HasState reports whether BuildKit has state (a build ran once): what
+// asks for the build cache starts hutch-buildkit only then.
+func (p *Proxy) HasState() bool {
+	_, err := os.Stat(p.opt.Root)
+	return p.opt.Binary != "" && err == nil
+}
+
+// BuildCache lists BuildKit's cache records for /system/df: none without
+// state, else hutch-buildkit's (started if need be).
+func (p *Proxy) BuildCache(ctx context.Context) ([]build.CacheRecord, error) {
+	if !p.HasState() {
+		return nil, nil
+	}
+	if err := p.ensure(ctx); err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://hutch-buildkit"+CachePath, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("build cache: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return nil, fmt.Errorf("build cache: %s: %s", resp.Status, strings.TrimSpace(string(b)))
+	}
+	var recs []build.CacheRecord
+	if err := json.NewDecoder(resp.Body).Decode(&recs); err != nil {
+		return nil, fmt.Errorf("build cache: %w", err)
+	}
+	return recs, nil
+}
+
+// CachePath is hutch-buildkit's listing of its cache records (Docker's
+// build.CacheRecord, JSON), for the engine alone.
+const CachePath = "/hutch/build-cache"
