@@ -61,6 +61,7 @@ func newExecutor(cfg Config, root string) (*runExecutor, error) {
 			return nil, err
 		}
 	}
+	cleanStale(root, stateDir, cfg.Log)
 	var dns *oci.DNSConfig
 	if len(cfg.DNS) > 0 {
 		dns = &oci.DNSConfig{Nameservers: cfg.DNS}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/containerd/containerd/v2/core/remotes/docker"
@@ -42,7 +43,10 @@ type Config struct {
 	// DNS servers for build containers (daemon.json's dns).
 	DNS   []string
 	Debug bool
-	Log   *slog.Logger
+	// IdleExit, when set, ends the process once no connection has been
+	// open for that long: its memory goes back, its state stays.
+	IdleExit time.Duration
+	Log      *slog.Logger
 
 	RegistryHosts docker.RegistryHosts
 }
@@ -94,9 +98,12 @@ func Serve(ctx context.Context, cfg Config) error {
 		return err
 	}
 	h2 := &http2.Server{}
+	idle := &activity{last: time.Now()}
 	srv := &http.Server{
 		ReadHeaderTimeout: 30 * time.Second,
 		Handler: http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+			idle.begin()
+			defer idle.end()
 			var err error
 			switch {
 			case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/grpc"):
@@ -121,11 +128,29 @@ func Serve(ctx context.Context, cfg Config) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	cfg.Log.Info("buildkit ready", "socket", cfg.Socket, "root", cfg.Root)
-	select {
-	case <-ctx.Done():
-	case err := <-errc:
-		return err
+	var idleC <-chan time.Time
+	if cfg.IdleExit > 0 {
+		tick := time.NewTicker(min(cfg.IdleExit/4, 10*time.Second))
+		defer tick.Stop()
+		idleC = tick.C
 	}
+wait:
+	for {
+		select {
+		case <-ctx.Done():
+			break wait
+		case err := <-errc:
+			return err
+		case <-idleC:
+			if idle.idleFor() >= cfg.IdleExit {
+				cfg.Log.Info("buildkit idle: exiting", "idle", cfg.IdleExit)
+				break wait
+			}
+		}
+	}
+	// No new connection from here: the engine starts another process
+	// for the next one.
+	ln.Close()
 	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(shutdown)
@@ -180,3 +205,33 @@ func registryHosts(insecure []string) docker.RegistryHosts {
 // SocketPath is where the BuildKit process of an engine with runtime
 // directory stateDir listens.
 func SocketPath(stateDir string) string { return filepath.Join(stateDir, "buildkit.sock") }
+
+// activity counts open connections and when the last one ended.
+type activity struct {
+	mu   sync.Mutex
+	open int
+	last time.Time
+}
+
+func (a *activity) begin() {
+	a.mu.Lock()
+	a.open++
+	a.mu.Unlock()
+}
+
+func (a *activity) end() {
+	a.mu.Lock()
+	a.open--
+	a.last = time.Now()
+	a.mu.Unlock()
+}
+
+// idleFor is how long no connection has been open.
+func (a *activity) idleFor() time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.open > 0 {
+		return 0
+	}
+	return time.Since(a.last)
+}

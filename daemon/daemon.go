@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	containertypes "github.com/moby/moby/api/types/container"
 
@@ -259,8 +260,13 @@ func buildkitProxy(c *config.Config, runtimeBin string, log *slog.Logger) *proxy
 		DNS:                c.DNS,
 		Debug:              c.LogLevel == "debug",
 		Log:                log,
+		IdleExit:           buildkitIdle,
 	})
 }
+
+// buildkitIdle is how long hutch-buildkit (40 MiB or so once it has built)
+// stays after its last connection; builds come in bursts.
+const buildkitIdle = 5 * time.Minute
 
 // helperBinary finds one of hutch's helper programs: $env, else beside the
 // hutch binary, else on PATH.

@@ -34,6 +34,9 @@ type Options struct {
 	InsecureRegistries, DNS                     []string
 	Debug                                       bool
 	Log                                         *slog.Logger
+	// IdleExit is how long hutch-buildkit stays with no connection before
+	// it exits (the next build starts it again).
+	IdleExit time.Duration
 }
 
 // startTimeout bounds the wait for a starting hutch-buildkit to listen.
@@ -82,9 +85,11 @@ func New(opt Options) *Proxy {
 // streamed as it comes.
 func (p *Proxy) Forward(w http.ResponseWriter, r *http.Request) error {
 	if r.Header.Get("Upgrade") == "" {
-		if err := p.ensure(r.Context()); err != nil {
+		c, err := p.dial(r.Context())
+		if err != nil {
 			return err
 		}
+		c.Close()
 		p.reverse.ServeHTTP(w, r)
 		return nil
 	}
@@ -140,13 +145,41 @@ func closeWrite(c net.Conn) {
 	_ = c.Close()
 }
 
-// dial connects to hutch-buildkit, starting it first when none runs.
+// dial connects to hutch-buildkit, starting it first when none runs. One
+// that is exiting (idle) refuses the connection: the next one is started.
 func (p *Proxy) dial(ctx context.Context) (net.Conn, error) {
-	if err := p.ensure(ctx); err != nil {
-		return nil, err
+	for attempt := 0; ; attempt++ {
+		if err := p.ensure(ctx); err != nil {
+			return nil, err
+		}
+		var d net.Dialer
+		c, err := d.DialContext(ctx, "unix", p.socket)
+		if err == nil || attempt > 0 {
+			return c, err
+		}
+		if !p.waitExit(ctx, 10*time.Second) {
+			return nil, err
+		}
 	}
-	var d net.Dialer
-	return d.DialContext(ctx, "unix", p.socket)
+}
+
+// waitExit waits for a running hutch-buildkit to exit; false if it does
+// not within limit.
+func (p *Proxy) waitExit(ctx context.Context, limit time.Duration) bool {
+	p.mu.Lock()
+	exited := p.exited
+	running := p.cmd != nil
+	p.mu.Unlock()
+	if !running {
+		return true
+	}
+	select {
+	case <-exited:
+		return true
+	case <-ctx.Done():
+	case <-time.After(limit):
+	}
+	return false
 }
 
 // ensure starts hutch-buildkit if it is not running, and waits for it to
@@ -184,6 +217,9 @@ func (p *Proxy) ensure(ctx context.Context) error {
 	}
 	if p.opt.Debug {
 		args = append(args, "--debug")
+	}
+	if p.opt.IdleExit > 0 {
+		args = append(args, "--idle-exit", p.opt.IdleExit.String())
 	}
 	// hold's read end is its fd 3: it stops once that reads EOF, when the
 	// engine has closed or died (its state must not stay locked by a

@@ -31,6 +31,7 @@ func main() {
 	fs.StringVar(&insecure, "insecure-registries", "", "comma-separated registries reached over plain HTTP")
 	fs.StringVar(&dns, "dns", "", "comma-separated DNS servers for build containers")
 	fs.BoolVar(&cfg.Debug, "debug", false, "debug logging")
+	fs.DurationVar(&cfg.IdleExit, "idle-exit", 0, "exit after this long with no connection (0: never)")
 	holdFD := fs.Int("hold-fd", -1, "a pipe from the engine: stop when it reads EOF")
 	_ = fs.Parse(os.Args[1:])
 	if cfg.Root == "" || cfg.StateDir == "" || cfg.Socket == "" || cfg.EngineSocket == "" || cfg.RuntimeBinary == "" {
