@@ -152,6 +152,7 @@ func parseFilters(s string) (map[string][]string, error) {
 		return nil, fmt.Errorf("invalid filters: %w", err)
 	}
 	for k, v := range raw {
+		out[k] = []string{}
 		var set map[string]bool
 		if err := json.Unmarshal(v, &set); err == nil {
 			for val, on := range set {

@@ -3,6 +3,7 @@ package main
 import (
 	"go/parser"
 	"go/token"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -44,5 +45,27 @@ func TestCLIVerbsDoNotLinkTheEngine(t *testing.T) {
 	}
 	if checked < 3 {
 		t.Fatalf("checked only %d verb files; the test lost track of the CLI", checked)
+	}
+}
+
+// The engine starts hutch-buildkit for builds and links none of BuildKit's
+// solver, worker or control API: every idle engine would carry them
+// (their package inits and mapped pages). The classic builder's
+// Dockerfile parser is the part of BuildKit it links.
+func TestEngineDoesNotLinkBuildKit(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	if len(deps) < 100 {
+		t.Fatalf("go list -deps listed %d packages", len(deps))
+	}
+	for _, p := range deps {
+		for _, bad := range []string{"github.com/moby/buildkit/solver", "github.com/moby/buildkit/control", "github.com/moby/buildkit/worker", "github.com/containerd/containerd/v2", "go.etcd.io/bbolt"} {
+			if p == bad || strings.HasPrefix(p, bad+"/") {
+				t.Errorf("the hutch binary links %s", p)
+			}
+		}
 	}
 }
