@@ -14,6 +14,7 @@ import (
 	"github.com/containerd/containerd/v2/plugins/snapshots/native"
 	"github.com/containerd/containerd/v2/plugins/snapshots/overlay"
 	"github.com/containerd/containerd/v2/plugins/snapshots/overlay/overlayutils"
+	fuseoverlayfs "github.com/containerd/fuse-overlayfs-snapshotter/v2"
 	"github.com/containerd/platforms"
 	"github.com/moby/buildkit/cache/metadata"
 	"github.com/moby/buildkit/client"
@@ -118,12 +119,19 @@ func newWorker(ctx context.Context, cfg Config, eng *engineClient) (*worker, err
 	return &worker{Worker: w, eng: eng, images: images, exec: exe}, nil
 }
 
-// snapshotterFor picks native overlay where the kernel mounts it here (in
-// a user namespace: Linux 5.11 and later), copies otherwise.
+// snapshotterFor picks what the engine's storage would: native overlay
+// where the kernel mounts it here (in a user namespace: Linux 5.11 and
+// later), else fuse-overlayfs where it is installed and /dev/fuse opens,
+// else copies.
 func snapshotterFor(root string) (string, func(string) (ctdsnapshot.Snapshotter, error)) {
 	if err := overlayutils.Supported(root); err == nil {
 		return "overlayfs", func(dir string) (ctdsnapshot.Snapshotter, error) {
 			return overlay.NewSnapshotter(dir, overlay.AsynchronousRemove)
+		}
+	}
+	if err := fuseoverlayfs.Supported(root); err == nil {
+		return "fuse-overlayfs", func(dir string) (ctdsnapshot.Snapshotter, error) {
+			return fuseoverlayfs.NewSnapshotter(dir)
 		}
 	}
 	return "native", native.NewSnapshotter

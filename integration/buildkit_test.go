@@ -197,7 +197,8 @@ CMD ["cat", "/heredoc"]
 }
 
 func TestBuildKitMounts(t *testing.T) {
-	d, ref := pulled(t)
+	// At debug level: the secret must not reach the logs at any level.
+	d, ref := pulled(t, "--log-level", "debug")
 	secret := fmt.Sprintf("hutch-bk-secret-%d", time.Now().UnixNano())
 	sum := sha256.Sum256([]byte(secret))
 	dir := buildDir(t, map[string]string{
@@ -243,6 +244,14 @@ RUN --mount=type=secret,id=s cat /run/secrets/s > /dev/null && test -s /run/secr
 	bk(t, d, "save", "-o", saved, "bkm")
 	if where := archiveHolds(t, saved, []byte(secret)); len(where) > 0 {
 		t.Errorf("the secret is in docker save's archive: %q", where)
+	}
+	// Nor in the daemon's log or BuildKit's.
+	if strings.Contains(d.Log(), secret) {
+		t.Error("the secret is in the daemon's log")
+	}
+	bkLog := filepath.Join(envValue(d.env, "XDG_RUNTIME_DIR"), "hutch", "buildkit", "buildkit.log")
+	if b, err := os.ReadFile(bkLog); err != nil || len(b) == 0 || strings.Contains(string(b), secret) {
+		t.Errorf("BuildKit's log %s (%v): empty, or holds the secret", bkLog, err)
 	}
 }
 
@@ -455,4 +464,14 @@ func TestComposeV5Build(t *testing.T) {
 	if nets := must(t, d, "network", "ls", "-q", "--filter", "name=bkc_default"); nets != "" {
 		t.Errorf("compose down left its network: %q", nets)
 	}
+}
+
+// envValue is the value of key in env (KEY=VALUE entries), "" if none.
+func envValue(env []string, key string) string {
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, key+"="); ok {
+			return v
+		}
+	}
+	return ""
 }
