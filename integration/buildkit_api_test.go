@@ -268,3 +268,39 @@ func TestBuildKitKill9(t *testing.T) {
 		t.Errorf("docker run bkagain: %v %q\n--- daemon log ---\n%s", err, out, d2.Log())
 	}
 }
+
+// buildx's tty progress in a person's terminal (tmux): the build's
+// summary line and the export's steps, as against Docker.
+func TestBuildKitTTYProgress(t *testing.T) {
+	d, ref := pulled(t)
+	dir := buildDir(t, map[string]string{"Dockerfile": "FROM " + ref + "\nRUN echo tty > /tty\n"})
+	cfg := t.TempDir()
+	js, _ := json.Marshal(map[string][]string{"cliPluginsExtraDirs": {cliPlugins(t)}})
+	os.WriteFile(filepath.Join(cfg, "config.json"), js, 0o600)
+	sock := t.TempDir() + "/tmux.sock"
+	tmux := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command("tmux", append([]string{"-S", sock}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("tmux %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	shell := "env DOCKER_HOST=" + d.Host() + " DOCKER_CONFIG=" + cfg + " sh -c '" + dockerCLI(t) + " build -t bktty " + dir + "; echo exit-$?; sleep 60'"
+	tmux("new-session", "-d", "-x", "120", "-y", "40", "-s", "bk", shell)
+	defer exec.Command("tmux", "-S", sock, "kill-server").Run()
+	deadline := time.Now().Add(2 * time.Minute)
+	var screen string
+	for {
+		screen = tmux("capture-pane", "-p", "-t", "bk")
+		if strings.Contains(screen, "exit-") || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, want := range []string{"exit-0", "[+] Building", "FINISHED", "RUN echo tty > /tty", "naming to docker.io/library/bktty:latest"} {
+		if !strings.Contains(screen, want) {
+			t.Errorf("the terminal never showed %q:\n%s", want, screen)
+		}
+	}
+}
