@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -40,6 +41,8 @@ type runExecutor struct {
 	bin      string
 	dns      *oci.DNSConfig
 	networks map[pb.NetMode]network.Provider
+
+	log *slog.Logger
 
 	mu      sync.Mutex
 	running map[string]*buildCtr
@@ -78,6 +81,7 @@ func newExecutor(cfg Config, root string) (*runExecutor, error) {
 			pb.NetMode_NONE:  network.NewNoneProvider(),
 		},
 		running: map[string]*buildCtr{},
+		log:     cfg.Log,
 	}, nil
 }
 
@@ -122,7 +126,7 @@ func (e *runExecutor) Run(ctx context.Context, id string, root executor.Mount, m
 	if err := os.Mkdir(bundle, 0o711); err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(bundle)
+	defer removeBundle(bundle, e.log)
 	spec, rootfs, cleanup, err := e.prepare(ctx, id, bundle, root, mounts, meta, netns)
 	if cleanup != nil {
 		defer cleanup()

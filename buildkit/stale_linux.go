@@ -32,17 +32,23 @@ func cleanStale(bundles, stateDir string, log *slog.Logger) {
 			continue
 		}
 		dir := filepath.Join(bundles, e.Name())
-		rootfs := filepath.Join(dir, "rootfs")
-		if err := unix.Unmount(rootfs, unix.MNT_DETACH); err != nil && err != unix.EINVAL && err != unix.ENOENT {
-			log.Warn("a stale build bundle stays: its rootfs cannot be unmounted", "dir", dir, "err", err)
-			continue
-		}
-		if mountedUnder(dir) {
-			log.Warn("a stale build bundle stays: something under it is mounted", "dir", dir)
-			continue
-		}
-		_ = os.RemoveAll(dir)
+		removeBundle(dir, log)
 	}
+}
+
+// removeBundle removes a build container's bundle once nothing is
+// mounted under it: a removal through a rootfs still mounted would delete
+// the snapshot's files (with the native snapshotter, the rootfs is a bind
+// of the snapshot itself). One that stays is cleaned at the next start.
+func removeBundle(dir string, log *slog.Logger) {
+	if mountedUnder(dir) {
+		_ = unix.Unmount(filepath.Join(dir, "rootfs"), unix.MNT_DETACH)
+		if mountedUnder(dir) {
+			log.Warn("a build bundle stays: something under it is still mounted", "dir", dir)
+			return
+		}
+	}
+	_ = os.RemoveAll(dir)
 }
 
 // staleInit reads the init of a libcontainer state directory, and
