@@ -13,8 +13,12 @@ import (
 	"github.com/containerd/containerd/v2/core/images"
 	"github.com/containerd/platforms"
 	"github.com/distribution/reference"
+	"github.com/moby/buildkit/cache"
+	cacheconfig "github.com/moby/buildkit/cache/config"
 	bkexporter "github.com/moby/buildkit/exporter"
+	"github.com/moby/buildkit/exporter/containerimage"
 	"github.com/moby/buildkit/exporter/containerimage/exptypes"
+	"github.com/moby/buildkit/session"
 	"github.com/moby/buildkit/util/progress"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
@@ -50,7 +54,13 @@ func (e *exporter) Resolve(ctx context.Context, id int, opts map[string]string) 
 	if err != nil {
 		return nil, err
 	}
-	return &exporterInstance{ExporterInstance: i, e: e}, nil
+	// The layers' configuration the image exporter commits with, to
+	// ask the refs for the same blobs (unlazy).
+	var commit containerimage.ImageCommitOpts
+	if _, err := commit.Load(ctx, inner); err != nil {
+		return nil, err
+	}
+	return &exporterInstance{ExporterInstance: i, e: e, refCfg: commit.RefCfg}, nil
 }
 
 func truthy(v string) bool {
@@ -59,7 +69,8 @@ func truthy(v string) bool {
 
 type exporterInstance struct {
 	bkexporter.ExporterInstance
-	e *exporter
+	e      *exporter
+	refCfg cacheconfig.RefConfig
 }
 
 func (i *exporterInstance) Type() string { return mobyExporter }
@@ -85,7 +96,8 @@ func (i *exporterInstance) Export(ctx context.Context, src *bkexporter.Source, i
 		return nil, nil, nil, err
 	}
 	names := tagNames(resp[exptypes.ExporterImageNameKey])
-	if err := i.e.store(ctx, man, names); err != nil {
+	fetch := func(ctx context.Context) error { return unlazy(ctx, src, i.refCfg, info.SessionID) }
+	if err := i.e.store(ctx, man, names, fetch); err != nil {
 		release()
 		return nil, nil, nil, err
 	}
@@ -93,6 +105,38 @@ func (i *exporterInstance) Export(ctx context.Context, src *bkexporter.Source, i
 	resp[exptypes.ExporterImageConfigDigestKey] = id
 	resp[exptypes.ExporterImageDigestKey] = id
 	return resp, finalize, ref, nil
+}
+
+// unlazy fetches the blobs of src's layers that BuildKit left lazy, as
+// its image exporter does before storing an image itself: a layer of a
+// registry's image whose snapshot the worker already had (FROM with
+// --pull), or of an imported cache whose steps were CACHED, is in the
+// image's manifest but not in the content store the load reads.
+func unlazy(ctx context.Context, src *bkexporter.Source, cfg cacheconfig.RefConfig, sessionID string) error {
+	var refs []cache.ImmutableRef
+	if src.Ref != nil {
+		refs = append(refs, src.Ref)
+	}
+	for _, ref := range src.Refs {
+		if ref != nil {
+			refs = append(refs, ref)
+		}
+	}
+	for _, ref := range refs {
+		remotes, err := ref.GetRemotes(ctx, false, cfg, false, session.NewGroup(sessionID))
+		if err != nil {
+			return err
+		}
+		if len(remotes) == 0 {
+			continue
+		}
+		if u, ok := remotes[0].Provider.(cache.Unlazier); ok {
+			if err := u.Unlazy(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // responseDescriptor reads the image exporter's descriptor of what it
@@ -168,11 +212,15 @@ func tagNames(list string) []string {
 }
 
 // store puts the image into the engine under names: a load when the
-// engine lacks it, then tags.
-func (e *exporter) store(ctx context.Context, man *ocispec.Manifest, names []string) error {
+// engine lacks it (after fetch, which brings its blobs into the content
+// store), then tags.
+func (e *exporter) store(ctx context.Context, man *ocispec.Manifest, names []string, fetch func(context.Context) error) error {
 	id := man.Config.Digest
 	done := progress.OneOff(ctx, "writing image "+id.String())
 	if _, err := e.eng.inspectImage(ctx, id.String()); err != nil {
+		if err := fetch(ctx); err != nil {
+			return done(err)
+		}
 		if err := e.load(ctx, man, names); err != nil {
 			return done(err)
 		}
