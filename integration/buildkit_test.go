@@ -457,6 +457,15 @@ func TestComposeV5Build(t *testing.T) {
 	if b, ok := labels["com.docker.compose.image.builder"]; ok {
 		t.Errorf("bkc-web was built by the %s builder, not buildx bake", b)
 	}
+	// DOCKER_BUILDKIT=0: compose builds with the classic builder (POST
+	// /build), and says so in the image's labels.
+	out, err := d.Buildx(t, []string{"DOCKER_BUILDKIT=0"}, "compose", "-f", filepath.Join(dir, "compose.yaml"), "-p", "bkc", "--ansi", "never", "build", "--no-cache")
+	if err != nil {
+		t.Fatalf("DOCKER_BUILDKIT=0 docker compose build: %v\n%s", err, out)
+	}
+	if b := must(t, d, "image", "inspect", "-f", `{{index .Config.Labels "com.docker.compose.image.builder"}}`, "bkc-web"); b != "classic" {
+		t.Errorf("DOCKER_BUILDKIT=0: bkc-web's builder label %q, want classic\n%s", b, out)
+	}
 	compose("down", "-t", "1")
 	if ps := must(t, d, "ps", "-aq"); ps != "" {
 		t.Errorf("containers left after compose down: %q", ps)
