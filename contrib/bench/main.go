@@ -42,9 +42,12 @@ type config struct {
 	runs       int // seed flow, runc and docker run samples
 	pullRuns   int
 	coldRuns   int
-	containers int // concurrency: containers in total
-	clients    int // concurrency: concurrent clients
-	bursts     int // concurrency: bursts of containers each
+	buildRuns  int    // build phase: cold and cached builds of each builder
+	cliPlugins string // the directory of the docker-buildx plugin
+	buildkit   string // the directory of buildkitd, buildctl and rootlesskit
+	containers int    // concurrency: containers in total
+	clients    int    // concurrency: concurrent clients
+	bursts     int    // concurrency: bursts of containers each
 	sleepers   []int
 	only       map[string]bool
 }
@@ -67,11 +70,14 @@ func main() {
 	flag.IntVar(&c.runs, "runs", 40, "samples of the seed flow, runc run and docker run")
 	flag.IntVar(&c.pullRuns, "pull-runs", 9, "pulls of the large image (and baseline extractions), in pairs")
 	flag.IntVar(&c.coldRuns, "cold-runs", 10, "daemon cold starts")
+	flag.IntVar(&c.buildRuns, "build-runs", 5, "samples of the build phase (a cold build and a cached rebuild by hutch and by buildkitd each)")
+	flag.StringVar(&c.cliPlugins, "cli-plugins", "/usr/local/share/hutch-test/cli-plugins", "the docker CLI plugins' directory, with buildx (contrib/test/clients.sh)")
+	flag.StringVar(&c.buildkit, "buildkit", "/usr/local/share/hutch-test/buildkit", "buildkitd, buildctl and rootlesskit of the build baseline (contrib/test/buildkitd.sh)")
 	flag.IntVar(&c.containers, "containers", 100, "containers of the concurrency run")
 	flag.IntVar(&c.clients, "clients", 10, "concurrent clients of the concurrency run")
 	flag.IntVar(&c.bursts, "bursts", 5, "bursts of the concurrency run (its p99 is over all their containers)")
 	flag.StringVar(&replot, "replot", "", "only redraw the table and the plot of this latest.json into -results")
-	flag.StringVar(&only, "only", "", "comma-separated subset: seed,docker,pull,load,net,memory,cold (default all)")
+	flag.StringVar(&only, "only", "", "comma-separated subset: seed,docker,pull,load,net,memory,cold,build (default all)")
 	flag.Parse()
 	c.sleepers = []int{10, 100}
 	c.only = parseOnly(only)
@@ -140,6 +146,7 @@ func run(ctx context.Context, c config) error {
 		{"net", benchNet},
 		{"memory", benchMemory},
 		{"cold", benchColdStart},
+		{"build", benchBuild},
 	}
 	for _, p := range phases {
 		if !c.want(p.name) {
@@ -215,8 +222,13 @@ func (c *config) resolve() error {
 			return fmt.Errorf("runc not found (install the Debian package runc)")
 		}
 	}
-	if c.runs < 1 || c.pullRuns < 1 || c.coldRuns < 1 || c.clients < 1 || c.bursts < 1 || c.containers < c.clients {
-		return fmt.Errorf("runs, pull-runs, cold-runs, clients and bursts must be ≥ 1, containers ≥ clients")
+	if c.want("build") {
+		if err := c.checkBuild(); err != nil {
+			return err
+		}
+	}
+	if c.runs < 1 || c.pullRuns < 1 || c.coldRuns < 1 || c.buildRuns < 1 || c.clients < 1 || c.bursts < 1 || c.containers < c.clients {
+		return fmt.Errorf("runs, pull-runs, cold-runs, build-runs, clients and bursts must be ≥ 1, containers ≥ clients")
 	}
 	return nil
 }

@@ -22,11 +22,11 @@ type series struct {
 	samples []float64
 }
 
-// plot draws four panels: box plots of the single-container latencies
+// plot draws up to five panels: box plots of the single-container latencies
 // (linear, where hutch and its baselines are comparable), the cumulative
 // distributions of every latency measured (log scale, so that the
 // concurrent run fits beside the single ones), the concurrent containers'
-// latencies by when they started, and the pull times.
+// latencies by when they started, the pull times and the build times.
 func (r *Results) plot(path string) error {
 	single := []series{
 		{"seed flow (API)", r.Seed.Samples},
@@ -41,12 +41,22 @@ func (r *Results) plot(path string) error {
 		{"hutch pull", seconds(r.Pull.Hutch.Samples)},
 		{"gzip -dc | tar -x", seconds(r.Pull.Baseline.Samples)},
 	}
+	b := r.Build
+	build := []series{
+		{"hutch\ncold", seconds(b.Hutch.Cold.Wall.Samples)},
+		{"buildctl→\nbuildkitd\ncold", seconds(b.Buildkitd.Cold.Wall.Samples)},
+		{"buildx→\nbuildkitd\ncold", seconds(b.BuildxBuildkitd.Cold.Wall.Samples)},
+		{"hutch\ncached", seconds(b.Hutch.Cached.Wall.Samples)},
+		{"buildctl→\nbuildkitd\ncached", seconds(b.Buildkitd.Cached.Wall.Samples)},
+		{"buildx→\nbuildkitd\ncached", seconds(b.BuildxBuildkitd.Cached.Wall.Samples)},
+	}
 	var panels []*plot.Plot
 	for _, mk := range []func() (*plot.Plot, error){
 		func() (*plot.Plot, error) { return boxPlot("single container (ms)", "ms", single) },
 		func() (*plot.Plot, error) { return cdfPlot("latency distributions (CDF)", all) },
 		func() (*plot.Plot, error) { return burstPlot(&r.Load) },
 		func() (*plot.Plot, error) { return boxPlot("large image pull (s)", "s", pull) },
+		func() (*plot.Plot, error) { return boxPlot("3-stage build (s)", "s", build) },
 	} {
 		p, err := mk()
 		if err != nil {
@@ -59,7 +69,8 @@ func (r *Results) plot(path string) error {
 	if len(panels) == 0 {
 		return nil
 	}
-	w, h := vg.Length(len(panels))*5*vg.Inch, 5.5*vg.Inch
+	// Room for the title when there is one panel (-only build).
+	w, h := vg.Length(max(len(panels), 2))*5*vg.Inch, 5.5*vg.Inch
 	img := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(110), vgimg.UseBackgroundColor(color.White))
 	dc := draw.New(img)
 	title := fmt.Sprintf("hutch bench %s — %s", r.Started.Format("2006-01-02 15:04 UTC"), r.Host["hutch"])

@@ -38,6 +38,7 @@ type Results struct {
 	Net       Net    `json:"throughput"`
 	ColdStart Dist   `json:"cold_start"`
 	Stop      Dist   `json:"stop"`
+	Build     Build  `json:"build"`
 
 	Targets []Target `json:"targets"`
 }
@@ -67,6 +68,7 @@ func (r *Results) derive() {
 		&r.Load.Latency, &r.Load.Single, &r.ColdStart, &r.Stop} {
 		d.summarize()
 	}
+	r.Build.derive()
 	r.SeedRatio = ratio(r.Seed.Median, r.Runc.Median)
 	r.Pull.PairRatios = pairRatios(r.Pull.Hutch.Samples, r.Pull.Baseline.Samples)
 	r.Pull.Ratio = median(r.Pull.PairRatios)
@@ -105,6 +107,13 @@ func (r *Results) derive() {
 		add(true, fmt.Sprintf("overhead per container, PSS (at %d)", pc.Containers),
 			fmt.Sprintf("%.2f MiB", mib(pc.PSS)), "≤ 3 MiB", mib(pc.PSS) <= 3)
 	}
+	b := r.Build
+	add(b.Hutch.Cold.Wall.N > 0 && b.Buildkitd.Cold.Wall.N > 0, "cold 3-stage build vs rootless buildkitd + buildctl (median)",
+		fmt.Sprintf("%.2f×", b.ColdRatio), "≤ 1.3×", b.ColdRatio <= 1.3)
+	add(b.Hutch.Cached.Wall.N > 0 && b.Buildkitd.Cached.Wall.N > 0, "cached rebuild vs rootless buildkitd + buildctl (median)",
+		fmt.Sprintf("%.2f×", b.CachedRatio), "≤ 1.2×", b.CachedRatio <= 1.2)
+	add(b.IdleBefore.TreeRSS > 0, "idle daemon tree RSS before the first build",
+		fmt.Sprintf("%.1f MiB", mib(b.IdleBefore.TreeRSS)), "≤ 40 MiB", mib(b.IdleBefore.TreeRSS) <= 40)
 	l := r.Load
 	add(l.Containers > 0, fmt.Sprintf("%d containers by %d clients: failures", l.Containers, l.Clients),
 		fmt.Sprint(l.Failures), "0", l.Failures == 0)
@@ -138,6 +147,14 @@ func (r *Results) printTable(w io.Writer) {
 	dist("concurrent container (create…remove)", r.Load.Latency, fmt.Sprintf("alone %.1f ms", r.Load.Single.Median), r.Load.P99Ratio)
 	dist("daemon start to first /_ping", r.ColdStart, "", 0)
 	dist("daemon stop (SIGTERM to exit)", r.Stop, "", 0)
+	bd := r.Build
+	dist("build, cold (hutch-buildkit's start included)", bd.Hutch.Cold.Wall, fmt.Sprintf("buildctl %.0f ms", bd.Buildkitd.Cold.Wall.Median), bd.ColdRatio)
+	dist("  buildctl → rootless buildkitd, cold (busybox pull included)", bd.Buildkitd.Cold.Wall, "", 0)
+	dist("build, cached rebuild", bd.Hutch.Cached.Wall, fmt.Sprintf("buildctl %.0f ms", bd.Buildkitd.Cached.Wall.Median), bd.CachedRatio)
+	dist("  buildctl → rootless buildkitd, cached", bd.Buildkitd.Cached.Wall, "", 0)
+	dist("  docker buildx (remote driver) → buildkitd, cold", bd.BuildxBuildkitd.Cold.Wall, "", 0)
+	dist("  docker buildx (remote driver) → buildkitd, cached", bd.BuildxBuildkitd.Cached.Wall, "", 0)
+	dist("  buildkitd start to its socket (not in its builds)", bd.BuildkitdStart, "", 0)
 	tw.Flush()
 
 	if len(r.SeedPhases) > 0 {
@@ -203,6 +220,7 @@ func (r *Results) printTable(w io.Writer) {
 				mib(pc.RSS), mib(pc.PSS), mib(pc.ShimRSS), mib(pc.ShimPSS))
 		}
 	}
+	r.Build.print(w)
 
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

@@ -4,6 +4,8 @@
 # tests. As root, the machine is prepared first (contrib/test/setup-root.sh)
 # and the program runs as the test user; as an ordinary user, it runs as
 # that user. Arguments go to the program (e.g. -runs 60, -only seed,docker).
+# The build phase's baseline comes from contrib/test/buildkitd.sh, which
+# runs here as root; as an ordinary user, run it as root first.
 # Results: a table on stdout, bench/results/latest.json and latency.png.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -13,6 +15,9 @@ BENCH_USER=${HUTCH_TEST_USER:-hutchtest}
 
 if [ "$(id -u)" = 0 ]; then
 	bash contrib/test/setup-root.sh
+	# The build phase's baseline: BuildKit's buildkitd and buildctl at
+	# go.mod's version, and rootlesskit (built once, minutes).
+	bash contrib/test/buildkitd.sh
 fi
 
 echo "== build"
