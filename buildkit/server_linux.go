@@ -43,6 +43,8 @@ type Config struct {
 	// DNS servers for build containers (daemon.json's dns).
 	DNS   []string
 	Debug bool
+	// Ready, when set, is called once the socket takes connections.
+	Ready func()
 	// IdleExit, when set, ends the process once no connection has been
 	// open for that long: its memory goes back, its state stays.
 	IdleExit time.Duration
@@ -59,6 +61,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
+	start := time.Now()
 	for _, d := range []string{cfg.Root, cfg.StateDir} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return err
@@ -78,6 +81,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	cfg.Log.Debug("controller ready", "after", time.Since(start))
 	defer ctrl.Close()
 	defer w.exec.Close()
 	// BuildKit's errors carry their details (the Dockerfile excerpt of
@@ -127,7 +131,10 @@ func Serve(ctx context.Context, cfg Config) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	cfg.Log.Info("buildkit ready", "socket", cfg.Socket, "root", cfg.Root)
+	cfg.Log.Info("buildkit ready", "socket", cfg.Socket, "root", cfg.Root, "after", time.Since(start))
+	if cfg.Ready != nil {
+		cfg.Ready()
+	}
 	var idleC <-chan time.Time
 	if cfg.IdleExit > 0 {
 		tick := time.NewTicker(min(cfg.IdleExit/4, 10*time.Second))

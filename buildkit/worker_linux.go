@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/containerd/containerd/v2/core/diff/apply"
 	ctdmetadata "github.com/containerd/containerd/v2/core/metadata"
@@ -44,7 +45,9 @@ func newWorker(ctx context.Context, cfg Config, eng *engineClient) (*worker, err
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return nil, err
 	}
+	start := time.Now()
 	snName, snNew := snapshotterFor(root)
+	cfg.Log.Debug("snapshotter chosen", "name", snName, "after", time.Since(start))
 	sn, err := snNew(filepath.Join(root, "snapshots"))
 	if err != nil {
 		return nil, fmt.Errorf("%s snapshotter: %w", snName, err)
@@ -112,10 +115,12 @@ func newWorker(ctx context.Context, cfg Config, eng *engineClient) (*worker, err
 		MountPoolRoot:  filepath.Join(root, "cachemounts"),
 		GCPolicy:       []client.PruneInfo{{All: true, KeepDuration: 0, MaxUsedSpace: gcKeep}},
 	}
+	cfg.Log.Debug("stores open", "after", time.Since(start))
 	w, err := base.NewWorker(ctx, opt)
 	if err != nil {
 		return nil, err
 	}
+	cfg.Log.Debug("worker ready", "after", time.Since(start))
 	return &worker{Worker: w, eng: eng, images: images, exec: exe}, nil
 }
 

@@ -229,14 +229,23 @@ func (p *Proxy) ensure(ctx context.Context) error {
 		return err
 	}
 	defer holdR.Close()
-	args = append(args, "--hold-fd", "3")
+	// ready's write end is its fd 4, closed once it listens.
+	readyR, readyW, err := os.Pipe()
+	if err != nil {
+		holdW.Close()
+		return err
+	}
+	defer readyR.Close()
+	args = append(args, "--hold-fd", "3", "--ready-fd", "4")
 	cmd := exec.Command(p.opt.Binary, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.ExtraFiles = []*os.File{holdR}
+	cmd.ExtraFiles = []*os.File{holdR, readyW}
 	cmd.Dir = "/"
 	// Its own process group: a signal to the engine's is not for it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	readyW.Close()
+	if err != nil {
 		holdW.Close()
 		return fmt.Errorf("start hutch-buildkit: %w", err)
 	}
@@ -252,24 +261,28 @@ func (p *Proxy) ensure(ctx context.Context) error {
 		p.opt.Log.Info("hutch-buildkit exited", "err", err)
 		close(exited)
 	}()
-	deadline := time.Now().Add(startTimeout)
-	for {
-		if c, err := net.Dial("unix", p.socket); err == nil {
-			c.Close()
-			break
-		}
-		select {
-		case <-exited:
-			return fmt.Errorf("hutch-buildkit exited at start (see %s/buildkit.log)", p.opt.StateDir)
-		case <-ctx.Done():
-			_ = cmd.Process.Kill()
-			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			return fmt.Errorf("hutch-buildkit did not listen within %s (see %s/buildkit.log)", startTimeout, p.opt.StateDir)
-		}
+	// EOF once it listens, or once it has died.
+	ready := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(io.Discard, readyR)
+		close(ready)
+	}()
+	select {
+	case <-ready:
+	case <-ctx.Done():
+		_ = cmd.Process.Kill()
+		return ctx.Err()
+	case <-time.After(startTimeout):
+		_ = cmd.Process.Kill()
+		return fmt.Errorf("hutch-buildkit did not listen within %s (see %s/buildkit.log)", startTimeout, p.opt.StateDir)
+	}
+	// A process that died at start closed the pipe too.
+	if c, err := net.Dial("unix", p.socket); err == nil {
+		c.Close()
+	} else {
+		_ = cmd.Process.Kill()
+		<-exited
+		return fmt.Errorf("hutch-buildkit exited at start (see %s/buildkit.log)", p.opt.StateDir)
 	}
 	p.cmd, p.exited = cmd, exited
 	p.opt.Log.Info("hutch-buildkit started", "pid", cmd.Process.Pid, "socket", p.socket)

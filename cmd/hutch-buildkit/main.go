@@ -32,6 +32,7 @@ func main() {
 	fs.StringVar(&dns, "dns", "", "comma-separated DNS servers for build containers")
 	fs.BoolVar(&cfg.Debug, "debug", false, "debug logging")
 	fs.DurationVar(&cfg.IdleExit, "idle-exit", 0, "exit after this long with no connection (0: never)")
+	readyFD := fs.Int("ready-fd", -1, "a pipe to close once the socket takes connections")
 	holdFD := fs.Int("hold-fd", -1, "a pipe from the engine: stop when it reads EOF")
 	_ = fs.Parse(os.Args[1:])
 	if cfg.Root == "" || cfg.StateDir == "" || cfg.Socket == "" || cfg.EngineSocket == "" || cfg.RuntimeBinary == "" {
@@ -47,6 +48,10 @@ func main() {
 	cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	if *readyFD >= 0 {
+		ready := os.NewFile(uintptr(*readyFD), "ready")
+		cfg.Ready = func() { ready.Close() }
+	}
 	if *holdFD >= 0 {
 		ctx = holdBy(ctx, *holdFD)
 	}
