@@ -18,6 +18,9 @@ type hookedStore struct {
 	cstorage.Store
 	progress *pullProgress // nil: no progress to report (import, load)
 	locks    *keyedLocks   // the store's layer ID locks
+	// stage makes a read-only layer in this process (putstaged_linux.go);
+	// nil, or handled false: the library's PutLayer.
+	stage func(id, parent string, opts *cstorage.LayerOptions, diff io.Reader) (*cstorage.Layer, int64, bool, error)
 
 	mu      sync.Mutex
 	created []string // layer IDs created by this pull, in order
@@ -40,7 +43,16 @@ func (h *hookedStore) PutLayer(id, parent string, names []string, mountLabel str
 	if id != "" && h.locks != nil {
 		defer h.locks.lock(id)()
 	}
-	layer, n, err := h.Store.PutLayer(id, parent, names, mountLabel, writeable, options, diff)
+	var layer *cstorage.Layer
+	var n int64
+	var err error
+	handled := false
+	if h.stage != nil && diff != nil && !writeable && len(names) == 0 && mountLabel == "" {
+		layer, n, handled, err = h.stage(id, parent, options, diff)
+	}
+	if !handled {
+		layer, n, err = h.Store.PutLayer(id, parent, names, mountLabel, writeable, options, diff)
+	}
 	if err == nil && layer != nil {
 		h.noteCreated(layer.ID)
 	}

@@ -44,7 +44,7 @@ func acceptAnything() (*signature.PolicyContext, error) {
 // no name), removing the layers it created if it fails.
 func (s *Store) copyInto(ctx context.Context, sys *types.SystemContext, src types.ImageReference, named reference.Named, id string, before func(*hookedStore) error) error {
 	s.beginPull()
-	hooked := &hookedStore{Store: s.cs, locks: &s.layerLocks}
+	hooked := &hookedStore{Store: s.cs, locks: &s.layerLocks, stage: s.putStaged}
 	ok := false
 	defer func() {
 		if ok {

@@ -66,7 +66,7 @@ func (s *Store) Pull(ctx context.Context, ref string, opts PullOptions, progress
 	}()
 
 	start := time.Now()
-	hooked := &hookedStore{Store: s.cs, progress: newPullProgress(progress), locks: &s.layerLocks}
+	hooked := &hookedStore{Store: s.cs, progress: newPullProgress(progress), locks: &s.layerLocks, stage: s.putStaged}
 	// A decompressor's read-ahead may still report bytes read after a
 	// failed layer: nothing reaches the caller's stream once Pull returns
 	// (the API's response is finished by then; writing it crashed).
