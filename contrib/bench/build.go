@@ -16,31 +16,43 @@ import (
 )
 
 // Build is the build figure: a three-stage Dockerfile built cold and again
-// fully cached by hutch (docker buildx build, the docker driver: POST
-// /grpc and /session to hutch-buildkit) and by BuildKit's own rootless
-// buildkitd of the same version with buildctl, each cold build on a fresh
-// state. The same builds by buildx's remote driver to that buildkitd
-// take the client out of the comparison: buildx's start alone is some
-// 100 ms, buildctl's 10.
+// fully cached by hutch and by BuildKit's own rootless buildkitd of the
+// same version, each cold build on a fresh state, each engine by two
+// clients. The goal compares the engines with the same client on both
+// sides: bkctl (contrib/bench/bkctl: BuildKit's Go client, the calls
+// buildctl makes, over hutch's POST /grpc and /session) → hutch against
+// buildctl → buildkitd. buildx, the client users have, is measured on
+// both as well (the docker driver → hutch, the remote driver →
+// buildkitd), for information: its start alone is some 100 ms (the docker
+// CLI starts the plugin twice), buildctl's 10.
 type Build struct {
-	Dockerfile string    `json:"dockerfile"`
-	Hutch      BuildSide `json:"hutch"`
-	Buildkitd  BuildSide `json:"buildkitd"`
+	Dockerfile string `json:"dockerfile"`
+	// Hutch is docker buildx build (the docker driver) → hutch.
+	Hutch BuildSide `json:"hutch"`
+	// BkctlHutch is bkctl → hutch.
+	BkctlHutch BuildSide `json:"bkctl_hutch"`
+	// Buildkitd is buildctl → buildkitd.
+	Buildkitd BuildSide `json:"buildkitd"`
 	// BuildxBuildkitd is buildx's remote driver to a buildkitd.
 	BuildxBuildkitd BuildSide `json:"buildx_remote_buildkitd"`
 	// BuildkitdStart is rootlesskit's start until buildkitd's socket
 	// answers; it is no part of buildkitd's builds, while hutch-buildkit's
 	// start is part of hutch's cold build.
 	BuildkitdStart Dist `json:"buildkitd_start"`
-	// Ratios are hutch's median over buildkitd's (buildctl), the figures;
-	// pair ratios are one per sample, hutch's over the run beside it; the
-	// same-client ratios are hutch's median over buildx → buildkitd's.
-	ColdRatio             float64   `json:"cold_median_ratio"`
-	CachedRatio           float64   `json:"cached_median_ratio"`
-	ColdPairRatios        []float64 `json:"cold_pair_ratios"`
-	CachedPairRatios      []float64 `json:"cached_pair_ratios"`
-	SameClientColdRatio   float64   `json:"same_client_cold_median_ratio"`
-	SameClientCachedRatio float64   `json:"same_client_cached_median_ratio"`
+	// The goal's ratios are bkctl → hutch's median over buildctl →
+	// buildkitd's; pair ratios are one per sample, bkctl → hutch's over
+	// buildctl's run of the same sample.
+	ColdRatio        float64   `json:"cold_median_ratio"`
+	CachedRatio      float64   `json:"cached_median_ratio"`
+	ColdPairRatios   []float64 `json:"cold_pair_ratios"`
+	CachedPairRatios []float64 `json:"cached_pair_ratios"`
+	// For information: buildx → hutch's median over buildctl →
+	// buildkitd's (the goal's figure before bkctl), and the same-client
+	// ratios, buildx → hutch's over buildx → buildkitd's.
+	BuildxColdRatio       float64 `json:"buildx_hutch_over_buildctl_cold_median_ratio"`
+	BuildxCachedRatio     float64 `json:"buildx_hutch_over_buildctl_cached_median_ratio"`
+	SameClientColdRatio   float64 `json:"same_client_cold_median_ratio"`
+	SameClientCachedRatio float64 `json:"same_client_cached_median_ratio"`
 	// IdleBefore is the engine's tree before its first build (the first
 	// sample's daemon, started again after busybox was pulled): no
 	// hutch-buildkit yet. After is the same tree once it built
@@ -95,10 +107,11 @@ RUN cat /one/* /two/name > /all && wc -l /two/two >> /all
 const buildTag = "bench-build:latest"
 
 // benchBuild measures the build figure. Each sample builds cold, then
-// cached, three ways, in an order that alternates:
+// cached, four ways, in an order that alternates:
 //   - hutch: a fresh daemon with busybox pulled into it and started again
 //     (outside the timing; the memory phase reads the idle tree so), the
 //     docker CLI with buildx;
+//   - the same with bkctl instead of buildx;
 //   - buildkitd: a fresh root, rootlesskit + buildkitd started (timed
 //     apart), buildctl; busybox is pulled from the loopback registry
 //     within the cold build;
@@ -142,18 +155,22 @@ func benchBuild(ctx context.Context, e *env, res *Results) error {
 			return err
 		}
 	}
-	// The same work for all three: buildx asks hutch (which has the
+	// The same work for all four: buildx asks hutch (which has the
 	// features of Docker's containerd image store) and the remote driver
-	// for a provenance attestation by default, buildctl is asked for the
-	// same one. The metadata file (buildx's remote driver and buildctl
-	// report the image there) is written without the provenance buildx
-	// would fetch for it after the build.
+	// for a provenance attestation by default, buildctl and bkctl are
+	// asked for the same one. bkctl asks hutch what buildx's docker driver
+	// asks: FROM resolved in the engine's store first, the image into it
+	// by the moby exporter. The metadata file (buildx's remote driver and
+	// buildctl report the image there) is written without the provenance
+	// buildx would fetch for it after the build.
 	meta := filepath.Join(dir, "metadata.json")
+	const provenance = "attest:provenance=mode=min,inline-only=true"
 	hutchArgs := []string{"buildx", "build", "--progress=rawjson", "-t", buildTag, ctxDir}
+	bkctlArgs := []string{"-opt", "image-resolve-mode=local", "-opt", provenance, "-t", buildTag, ctxDir}
 	ctlArgs := func(sock string) []string {
 		return []string{"--addr", "unix://" + sock, "build", "--progress=rawjson", "--frontend", "dockerfile.v0",
 			"--local", "context=" + ctxDir, "--local", "dockerfile=" + ctxDir,
-			"--opt", "attest:provenance=mode=min,inline-only=true",
+			"--opt", provenance,
 			"--output", "type=image,name=" + buildTag, "--metadata-file", meta}
 	}
 	bxArgs := []string{"buildx", "build", "--builder", "bench-buildkitd", "--progress=rawjson",
@@ -162,15 +179,18 @@ func benchBuild(ctx context.Context, e *env, res *Results) error {
 	b.Dockerfile = strings.ReplaceAll(buildDockerfile, "BASE", "REG/library/busybox:latest")
 	show := strings.NewReplacer(ctxDir, "CONTEXT", meta, "META.json").Replace
 	b.Commands = []string{
-		"hutch: DOCKER_CONFIG=(cliPluginsExtraDirs: buildx) docker " + show(strings.Join(hutchArgs, " ")),
+		"buildx → hutch: DOCKER_CONFIG=(cliPluginsExtraDirs: buildx) docker " + show(strings.Join(hutchArgs, " ")),
+		"bkctl → hutch: DOCKER_HOST=unix://HUTCH.sock bkctl " + show(strings.Join(bkctlArgs, " ")),
 		"buildkitd: " + bk.commandLine(),
 		"buildctl: buildctl " + show(strings.Join(ctlArgs("RUNDIR/buildkitd.sock"), " ")),
 		"buildx → buildkitd: docker buildx create --name bench-buildkitd --driver remote unix://RUNDIR/buildkitd.sock; BUILDX_METADATA_PROVENANCE=disabled docker " + show(strings.Join(bxArgs, " ")),
 	}
-	b.Comment = "cold: hutch on a fresh daemon with only busybox in its store (hutch-buildkit's start is part of the build); " +
+	b.Comment = "goal: bkctl → hutch vs buildctl → buildkitd, the same client (BuildKit's Go client making buildctl's calls) on both sides, so that the ratio is the engines'; " +
+		"buildx → hutch and buildx → buildkitd (remote driver) for information. " +
+		"cold: hutch on a fresh daemon with only busybox in its store (hutch-buildkit's start is part of the build); " +
 		"buildkitd on a fresh root, started before the build (its start apart), pulling busybox from the loopback registry within the build. " +
 		"cached: the same build again on the same state, every step CACHED, the image tagged in hutch's store / exported to buildkitd's. " +
-		"Every build attaches buildx's default provenance attestation (mode=min), buildctl's asked for it."
+		"Every build attaches buildx's default provenance attestation (mode=min), buildctl's and bkctl's asked for it."
 	reg := e.regAddr
 	saved := func(name string, i, k int) string {
 		return filepath.Join(dir, fmt.Sprintf("%s-%d-%s.json", name, i, [...]string{"cold", "cached"}[k]))
@@ -179,15 +199,24 @@ func benchBuild(ctx context.Context, e *env, res *Results) error {
 	// The CLIs' binaries in the page cache before the first sample.
 	_, _ = exec.CommandContext(ctx, e.cfg.docker, "--config", hutchCfg, "buildx", "version").CombinedOutput()
 	_, _ = exec.CommandContext(ctx, bk.buildctl, "--version").CombinedOutput()
+	_, _ = exec.CommandContext(ctx, e.cfg.bkctl, "-h").CombinedOutput()
 
-	hutchSample := func(i int) error {
-		name := fmt.Sprintf("build-%d", i)
+	hutchSample := func(i int, bkctl bool) error {
+		name, side, what := fmt.Sprintf("build-%d", i), &b.Hutch, "hutch"
+		if bkctl {
+			name, side, what = fmt.Sprintf("build-bkctl-%d", i), &b.BkctlHutch, "bkctl-hutch"
+		}
 		d, err := e.startDaemon(ctx, name)
 		if err != nil {
 			return err
 		}
 		_, err = d.pull(ctx, base)
-		if serr := d.stop(); err == nil && serr != nil {
+		// Every process of its tree gone before the next daemon starts on
+		// the same runtime directory: an engine exiting late would remove
+		// the next one's socket.
+		var serr error
+		stopTree(d.cmd.Process.Pid, func() error { serr = d.stop(); return nil })
+		if err == nil {
 			err = serr
 		}
 		if err != nil {
@@ -203,7 +232,7 @@ func benchBuild(ctx context.Context, e *env, res *Results) error {
 		if err := sleep(ctx, settle); err != nil {
 			return err
 		}
-		if i == 0 {
+		if i == 0 && !bkctl {
 			if b.IdleBefore, err = readTree(d.cmd.Process.Pid); err != nil {
 				return err
 			}
@@ -211,6 +240,10 @@ func benchBuild(ctx context.Context, e *env, res *Results) error {
 		run := func() ([]byte, error) {
 			cmd := exec.CommandContext(ctx, e.cfg.docker, hutchArgs...)
 			cmd.Env = append(cleanEnv(), "DOCKER_HOST=unix://"+d.socket, "DOCKER_CONFIG="+hutchCfg)
+			if bkctl {
+				cmd = exec.CommandContext(ctx, e.cfg.bkctl, bkctlArgs...)
+				cmd.Env = append(cleanEnv(), "DOCKER_HOST=unix://"+d.socket, "DOCKER_CONFIG="+ctlCfg)
+			}
 			return cmd.CombinedOutput()
 		}
 		result := func() string {
@@ -220,10 +253,10 @@ func benchBuild(ctx context.Context, e *env, res *Results) error {
 			}
 			return ins.ID
 		}
-		if err := buildTwice("hutch", &b.Hutch, run, result, true, reg, func(k int) string { return saved("hutch", i, k) }); err != nil {
-			return fmt.Errorf("hutch, %w (daemon log %s)", err, d.logPath)
+		if err := buildTwice(what, side, run, result, true, reg, func(k int) string { return saved(what, i, k) }); err != nil {
+			return fmt.Errorf("%s, %w (daemon log %s, its end:\n%s)", what, err, d.logPath, logTail(d.logPath, 20))
 		}
-		if i == 0 {
+		if i == 0 && !bkctl {
 			if err := sleep(ctx, settle); err != nil {
 				return err
 			}
@@ -283,7 +316,8 @@ func benchBuild(ctx context.Context, e *env, res *Results) error {
 	}
 	for i := range e.cfg.buildRuns {
 		steps := []func() error{
-			func() error { return hutchSample(i) },
+			func() error { return hutchSample(i, false) },
+			func() error { return hutchSample(i, true) },
 			func() error { return bkSample(i, false) },
 			func() error { return bkSample(i, true) },
 		}
@@ -295,9 +329,11 @@ func benchBuild(ctx context.Context, e *env, res *Results) error {
 				return err
 			}
 		}
-		progress("   sample %d: hutch cold %.0f ms, cached %.0f ms; buildctl → buildkitd %.0f, %.0f; buildx → buildkitd %.0f, %.0f", i+1,
-			lastSample(b.Hutch.Cold.Wall), lastSample(b.Hutch.Cached.Wall), lastSample(b.Buildkitd.Cold.Wall),
-			lastSample(b.Buildkitd.Cached.Wall), lastSample(b.BuildxBuildkitd.Cold.Wall), lastSample(b.BuildxBuildkitd.Cached.Wall))
+		progress("   sample %d (cold, cached ms): bkctl → hutch %.0f, %.0f; buildctl → buildkitd %.0f, %.0f; buildx → hutch %.0f, %.0f; buildx → buildkitd %.0f, %.0f", i+1,
+			lastSample(b.BkctlHutch.Cold.Wall), lastSample(b.BkctlHutch.Cached.Wall),
+			lastSample(b.Buildkitd.Cold.Wall), lastSample(b.Buildkitd.Cached.Wall),
+			lastSample(b.Hutch.Cold.Wall), lastSample(b.Hutch.Cached.Wall),
+			lastSample(b.BuildxBuildkitd.Cold.Wall), lastSample(b.BuildxBuildkitd.Cached.Wall))
 	}
 	for _, s := range b.series() {
 		s.StepMedians = s.stepMedians()
@@ -313,13 +349,23 @@ func (c *config) checkBuild() error {
 	if _, err := os.Stat(filepath.Join(c.cliPlugins, "docker-buildx")); err != nil {
 		return fmt.Errorf("the buildx plugin: %w (bash contrib/test/clients.sh as root builds it)", err)
 	}
+	if c.bkctl == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		c.bkctl = filepath.Join(filepath.Dir(exe), "bkctl")
+	}
+	if _, err := os.Stat(c.bkctl); err != nil {
+		return fmt.Errorf("the build phase's client: %w (go build -o BENCHDIR/bkctl ./contrib/bench/bkctl, or -bkctl)", err)
+	}
 	return nil
 }
 
 // series are every BuildSeries of b.
 func (b *Build) series() []*BuildSeries {
-	return []*BuildSeries{&b.Hutch.Cold, &b.Hutch.Cached, &b.Buildkitd.Cold, &b.Buildkitd.Cached,
-		&b.BuildxBuildkitd.Cold, &b.BuildxBuildkitd.Cached}
+	return []*BuildSeries{&b.Hutch.Cold, &b.Hutch.Cached, &b.BkctlHutch.Cold, &b.BkctlHutch.Cached,
+		&b.Buildkitd.Cold, &b.Buildkitd.Cached, &b.BuildxBuildkitd.Cold, &b.BuildxBuildkitd.Cached}
 }
 
 // buildTwice runs a cold build, then the cached rebuild, on one state:
@@ -350,6 +396,16 @@ func buildTwice(what string, side *BuildSide, run func() ([]byte, error), result
 	return nil
 }
 
+// logTail is the last n lines of a log, which the scratch directory's
+// removal (run.sh) would take along.
+func logTail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	return tail(b, n)
+}
+
 func lastSample(d Dist) float64 {
 	if len(d.Samples) == 0 {
 		return 0
@@ -359,24 +415,28 @@ func lastSample(d Dist) float64 {
 
 // print writes the build figure's lines below the table.
 func (b *Build) print(w io.Writer) {
-	if b.Hutch.Cold.Wall.N == 0 {
+	if b.Hutch.Cold.Wall.N == 0 && b.BkctlHutch.Cold.Wall.N == 0 {
 		return
 	}
-	fmt.Fprintf(w, "build (3 stages; ms, median): hutch ÷ buildctl → buildkitd by pair, cold %v, cached %v; ", b.ColdPairRatios, b.CachedPairRatios)
-	fmt.Fprintf(w, "with buildx as the client of both (remote driver to buildkitd) cold %.0f vs %.0f (%.2f×), cached %.0f vs %.0f (%.2f×)\n",
+	fmt.Fprintf(w, "build (3 stages; ms, median): the goal, bkctl → hutch ÷ buildctl → buildkitd (the same client on both sides), by sample: cold %v, cached %v\n",
+		b.ColdPairRatios, b.CachedPairRatios)
+	fmt.Fprintf(w, "  buildx, for information: → hutch ÷ (remote driver) → buildkitd cold %.0f vs %.0f (%.2f×), cached %.0f vs %.0f (%.2f×); → hutch ÷ buildctl → buildkitd cold %.2f×, cached %.2f×\n",
 		b.Hutch.Cold.Wall.Median, b.BuildxBuildkitd.Cold.Wall.Median, b.SameClientColdRatio,
-		b.Hutch.Cached.Wall.Median, b.BuildxBuildkitd.Cached.Wall.Median, b.SameClientCachedRatio)
+		b.Hutch.Cached.Wall.Median, b.BuildxBuildkitd.Cached.Wall.Median, b.SameClientCachedRatio,
+		b.BuildxColdRatio, b.BuildxCachedRatio)
 	for _, s := range []struct {
 		name string
 		s    *BuildSeries
 	}{
-		{"hutch cold", &b.Hutch.Cold}, {"buildctl cold", &b.Buildkitd.Cold}, {"buildx→bkd cold", &b.BuildxBuildkitd.Cold},
-		{"hutch cached", &b.Hutch.Cached}, {"buildctl cached", &b.Buildkitd.Cached}, {"buildx→bkd cached", &b.BuildxBuildkitd.Cached},
+		{"bkctl→hutch cold", &b.BkctlHutch.Cold}, {"buildctl→bkd cold", &b.Buildkitd.Cold},
+		{"buildx→hutch cold", &b.Hutch.Cold}, {"buildx→bkd cold", &b.BuildxBuildkitd.Cold},
+		{"bkctl→hutch cached", &b.BkctlHutch.Cached}, {"buildctl→bkd cached", &b.Buildkitd.Cached},
+		{"buildx→hutch cached", &b.Hutch.Cached}, {"buildx→bkd cached", &b.BuildxBuildkitd.Cached},
 	} {
 		if s.s.Wall.N == 0 {
 			continue
 		}
-		fmt.Fprintf(w, "  %-17s client start → first step %.0f, steps %.0f, last step → client exit %.0f; slowest steps:",
+		fmt.Fprintf(w, "  %-19s client start → first step %.0f, steps %.0f, last step → client exit %.0f; slowest steps:",
 			s.name, s.s.ToFirst.Median, s.s.Steps.Median, s.s.AfterLast.Median)
 		top := slices.Clone(s.s.StepMedians)
 		slices.SortStableFunc(top, func(a, c PhaseTime) int { return cmp.Compare(c.Median, a.Median) })
@@ -385,6 +445,9 @@ func (b *Build) print(w io.Writer) {
 		}
 		fmt.Fprintln(w)
 	}
+	fmt.Fprintln(w, "  (buildctl and buildx shift the daemon's step times onto their own clock, the first step's start to when they began the solve: "+
+		"their \"client start → first step\" is their own start-up, the engine's wait before the first step counts in \"last step → client exit\"; "+
+		"bkctl writes the daemon's times as they are)")
 	if b.IdleBefore.TreeRSS > 0 {
 		fmt.Fprintf(w, "  memory (MiB, RSS/PSS): engine tree idle before the first build %.1f/%.1f", mib(b.IdleBefore.TreeRSS), mib(b.IdleBefore.TreePSS))
 		for _, p := range b.IdleBefore.Procs {
@@ -419,10 +482,12 @@ func (b *Build) derive() {
 		}
 	}
 	b.BuildkitdStart.summarize()
-	b.ColdRatio = ratio(b.Hutch.Cold.Wall.Median, b.Buildkitd.Cold.Wall.Median)
-	b.CachedRatio = ratio(b.Hutch.Cached.Wall.Median, b.Buildkitd.Cached.Wall.Median)
-	b.ColdPairRatios = pairRatios(b.Hutch.Cold.Wall.Samples, b.Buildkitd.Cold.Wall.Samples)
-	b.CachedPairRatios = pairRatios(b.Hutch.Cached.Wall.Samples, b.Buildkitd.Cached.Wall.Samples)
+	b.ColdRatio = ratio(b.BkctlHutch.Cold.Wall.Median, b.Buildkitd.Cold.Wall.Median)
+	b.CachedRatio = ratio(b.BkctlHutch.Cached.Wall.Median, b.Buildkitd.Cached.Wall.Median)
+	b.ColdPairRatios = pairRatios(b.BkctlHutch.Cold.Wall.Samples, b.Buildkitd.Cold.Wall.Samples)
+	b.CachedPairRatios = pairRatios(b.BkctlHutch.Cached.Wall.Samples, b.Buildkitd.Cached.Wall.Samples)
+	b.BuildxColdRatio = ratio(b.Hutch.Cold.Wall.Median, b.Buildkitd.Cold.Wall.Median)
+	b.BuildxCachedRatio = ratio(b.Hutch.Cached.Wall.Median, b.Buildkitd.Cached.Wall.Median)
 	b.SameClientColdRatio = ratio(b.Hutch.Cold.Wall.Median, b.BuildxBuildkitd.Cold.Wall.Median)
 	b.SameClientCachedRatio = ratio(b.Hutch.Cached.Wall.Median, b.BuildxBuildkitd.Cached.Wall.Median)
 }

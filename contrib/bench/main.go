@@ -45,6 +45,7 @@ type config struct {
 	buildRuns  int    // build phase: cold and cached builds of each builder
 	cliPlugins string // the directory of the docker-buildx plugin
 	buildkit   string // the directory of buildkitd, buildctl and rootlesskit
+	bkctl      string // the build phase's client of hutch (contrib/bench/bkctl)
 	containers int    // concurrency: containers in total
 	clients    int    // concurrency: concurrent clients
 	bursts     int    // concurrency: bursts of containers each
@@ -73,6 +74,7 @@ func main() {
 	flag.IntVar(&c.buildRuns, "build-runs", 5, "samples of the build phase (a cold build and a cached rebuild by hutch and by buildkitd each)")
 	flag.StringVar(&c.cliPlugins, "cli-plugins", "/usr/local/share/hutch-test/cli-plugins", "the docker CLI plugins' directory, with buildx (contrib/test/clients.sh)")
 	flag.StringVar(&c.buildkit, "buildkit", "/usr/local/share/hutch-test/buildkit", "buildkitd, buildctl and rootlesskit of the build baseline (contrib/test/buildkitd.sh)")
+	flag.StringVar(&c.bkctl, "bkctl", "", "bkctl, the build phase's client of hutch (default: beside this program; contrib/bench/run.sh builds it)")
 	flag.IntVar(&c.containers, "containers", 100, "containers of the concurrency run")
 	flag.IntVar(&c.clients, "clients", 10, "concurrent clients of the concurrency run")
 	flag.IntVar(&c.bursts, "bursts", 5, "bursts of the concurrency run (its p99 is over all their containers)")

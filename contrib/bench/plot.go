@@ -43,11 +43,13 @@ func (r *Results) plot(path string) error {
 	}
 	b := r.Build
 	build := []series{
-		{"hutch\ncold", seconds(b.Hutch.Cold.Wall.Samples)},
+		{"bkctl→\nhutch\ncold", seconds(b.BkctlHutch.Cold.Wall.Samples)},
 		{"buildctl→\nbuildkitd\ncold", seconds(b.Buildkitd.Cold.Wall.Samples)},
+		{"buildx→\nhutch\ncold", seconds(b.Hutch.Cold.Wall.Samples)},
 		{"buildx→\nbuildkitd\ncold", seconds(b.BuildxBuildkitd.Cold.Wall.Samples)},
-		{"hutch\ncached", seconds(b.Hutch.Cached.Wall.Samples)},
+		{"bkctl→\nhutch\ncached", seconds(b.BkctlHutch.Cached.Wall.Samples)},
 		{"buildctl→\nbuildkitd\ncached", seconds(b.Buildkitd.Cached.Wall.Samples)},
+		{"buildx→\nhutch\ncached", seconds(b.Hutch.Cached.Wall.Samples)},
 		{"buildx→\nbuildkitd\ncached", seconds(b.BuildxBuildkitd.Cached.Wall.Samples)},
 	}
 	var panels []*plot.Plot
@@ -108,11 +110,13 @@ func boxPlot(title, unit string, ss []series) (*plot.Plot, error) {
 	p.Y.Label.Text = unit
 	p.Y.Min = 0
 	var names []string
+	// Narrower boxes when there are many (the build's eight).
+	width := vg.Points(min(40, 240/float64(len(ss))))
 	for i, s := range ss {
 		if len(s.samples) == 0 {
 			continue
 		}
-		b, err := plotter.NewBoxPlot(vg.Points(40), float64(len(names)), plotter.Values(s.samples))
+		b, err := plotter.NewBoxPlot(width, float64(len(names)), plotter.Values(s.samples))
 		if err != nil {
 			return nil, err
 		}

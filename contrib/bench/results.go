@@ -108,9 +108,11 @@ func (r *Results) derive() {
 			fmt.Sprintf("%.2f MiB", mib(pc.PSS)), "≤ 3 MiB", mib(pc.PSS) <= 3)
 	}
 	b := r.Build
-	add(b.Hutch.Cold.Wall.N > 0 && b.Buildkitd.Cold.Wall.N > 0, "cold 3-stage build vs rootless buildkitd + buildctl (median)",
+	// The same client on both sides (bkctl makes buildctl's calls), so
+	// that the ratio is the engines'.
+	add(b.BkctlHutch.Cold.Wall.N > 0 && b.Buildkitd.Cold.Wall.N > 0, "cold 3-stage build, bkctl → hutch vs buildctl → rootless buildkitd (median)",
 		fmt.Sprintf("%.2f×", b.ColdRatio), "≤ 1.3×", b.ColdRatio <= 1.3)
-	add(b.Hutch.Cached.Wall.N > 0 && b.Buildkitd.Cached.Wall.N > 0, "cached rebuild vs rootless buildkitd + buildctl (median)",
+	add(b.BkctlHutch.Cached.Wall.N > 0 && b.Buildkitd.Cached.Wall.N > 0, "cached rebuild, bkctl → hutch vs buildctl → rootless buildkitd (median)",
 		fmt.Sprintf("%.2f×", b.CachedRatio), "≤ 1.2×", b.CachedRatio <= 1.2)
 	add(b.IdleBefore.TreeRSS > 0, "idle daemon tree RSS before the first build",
 		fmt.Sprintf("%.1f MiB", mib(b.IdleBefore.TreeRSS)), "≤ 40 MiB", mib(b.IdleBefore.TreeRSS) <= 40)
@@ -148,12 +150,20 @@ func (r *Results) printTable(w io.Writer) {
 	dist("daemon start to first /_ping", r.ColdStart, "", 0)
 	dist("daemon stop (SIGTERM to exit)", r.Stop, "", 0)
 	bd := r.Build
-	dist("build, cold (hutch-buildkit's start included)", bd.Hutch.Cold.Wall, fmt.Sprintf("buildctl %.0f ms", bd.Buildkitd.Cold.Wall.Median), bd.ColdRatio)
+	// The goal's rows: the same client, BuildKit's Go client making
+	// buildctl's calls, on both sides; buildx's rows are for information.
+	dist("build, cold: bkctl → hutch (goal: the same client as buildctl; hutch-buildkit's start included)", bd.BkctlHutch.Cold.Wall,
+		fmt.Sprintf("buildctl %.0f ms", bd.Buildkitd.Cold.Wall.Median), bd.ColdRatio)
 	dist("  buildctl → rootless buildkitd, cold (busybox pull included)", bd.Buildkitd.Cold.Wall, "", 0)
-	dist("build, cached rebuild", bd.Hutch.Cached.Wall, fmt.Sprintf("buildctl %.0f ms", bd.Buildkitd.Cached.Wall.Median), bd.CachedRatio)
+	dist("build, cached rebuild: bkctl → hutch (goal: the same client)", bd.BkctlHutch.Cached.Wall,
+		fmt.Sprintf("buildctl %.0f ms", bd.Buildkitd.Cached.Wall.Median), bd.CachedRatio)
 	dist("  buildctl → rootless buildkitd, cached", bd.Buildkitd.Cached.Wall, "", 0)
-	dist("  docker buildx (remote driver) → buildkitd, cold", bd.BuildxBuildkitd.Cold.Wall, "", 0)
-	dist("  docker buildx (remote driver) → buildkitd, cached", bd.BuildxBuildkitd.Cached.Wall, "", 0)
+	dist("  info: docker buildx (docker driver) → hutch, cold", bd.Hutch.Cold.Wall,
+		fmt.Sprintf("buildx→bkd %.0f ms", bd.BuildxBuildkitd.Cold.Wall.Median), bd.SameClientColdRatio)
+	dist("  info: docker buildx (remote driver) → buildkitd, cold", bd.BuildxBuildkitd.Cold.Wall, "", 0)
+	dist("  info: docker buildx (docker driver) → hutch, cached", bd.Hutch.Cached.Wall,
+		fmt.Sprintf("buildx→bkd %.0f ms", bd.BuildxBuildkitd.Cached.Wall.Median), bd.SameClientCachedRatio)
+	dist("  info: docker buildx (remote driver) → buildkitd, cached", bd.BuildxBuildkitd.Cached.Wall, "", 0)
 	dist("  buildkitd start to its socket (not in its builds)", bd.BuildkitdStart, "", 0)
 	tw.Flush()
 

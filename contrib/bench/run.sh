@@ -35,6 +35,9 @@ trap 'rm -rf "$out"; sync' EXIT
 mkdir "$out/bin" "$out/results"
 cp bin/hutch* "$out/bin/"
 go build -tags "$TAGS" -o "$out/bin/bench" ./contrib/bench
+# The build phase's client of hutch, built as contrib/test/buildkitd.sh
+# builds buildctl (static, stripped), so that both clients start alike.
+CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$out/bin/bkctl" ./contrib/bench/bkctl
 chmod -R a+rX "$out"
 
 args=(-hutch "$out/bin/hutch" -results "$out/results")
