@@ -24,7 +24,11 @@
 // the layer once, from the uncompressed tar), docker load reads Docker's
 // archive with the docker-archive transport, and docker save writes one
 // through a pipe, all with copy.Image. Copies that fail remove the layers
-// they created, as failed pulls do.
+// they created, as failed pulls do. Where pulls stream into the overlay
+// driver's staging directories, the layers these copies hand to
+// PutLayer are extracted in the engine's process the same way
+// (putstaged_linux.go) rather than by the library's re-execution of the
+// engine's binary for each layer.
 //
 // docker commit takes the same road from a source of its own: the container
 // layer's diff becomes a layer on the image's top layer, and copy.Image
