@@ -16,6 +16,8 @@ import (
 	"github.com/containerd/containerd/v2/plugins/content/local"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/hutch-engine/hutch/engine/shim/wire"
 )
 
 func TestBlobDigest(t *testing.T) {
@@ -163,12 +165,12 @@ func FuzzPruneRequest(f *testing.F) {
 
 func TestExitCode(t *testing.T) {
 	for line, want := range map[string]int{"status 0\n": 0, "status 768\n": 3, "status 9\n": 137, "status 15": 143} {
-		ws, ok := parseStatus(line)
+		ws, ok := wire.ParseRuntimeStatus(line)
 		if !ok || exitCode(ws) != want {
 			t.Errorf("%q: %d %v, want %d", line, exitCode(ws), ok, want)
 		}
 	}
-	if _, ok := parseStatus("nonsense"); ok {
+	if _, ok := wire.ParseRuntimeStatus("nonsense"); ok {
 		t.Error("parsed nonsense")
 	}
 

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -70,7 +69,7 @@ func (e *runExecutor) runProcess(ctx context.Context, req *wire.RuntimeRequest, 
 	statusCh := make(chan int, 1)
 	go func() {
 		line, err := br.ReadString('\n')
-		ws, ok := parseStatus(line)
+		ws, ok := wire.ParseRuntimeStatus(line)
 		if err != nil || !ok {
 			statusCh <- 255
 			return
@@ -152,15 +151,6 @@ func dialUnix(path string) (*os.File, error) {
 	}
 	_ = unix.SetNonblock(fd, true)
 	return os.NewFile(uintptr(fd), "runtime-server"), nil
-}
-
-func parseStatus(line string) (unix.WaitStatus, bool) {
-	rest, ok := strings.CutPrefix(strings.TrimSuffix(line, "\n"), wire.RuntimeStatusPrefix)
-	if !ok {
-		return 0, false
-	}
-	n, err := strconv.Atoi(rest)
-	return unix.WaitStatus(n), err == nil
 }
 
 // exitCode is the shell's figure: the code, or 128+N for death by signal N.

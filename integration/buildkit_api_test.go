@@ -178,9 +178,7 @@ func TestBuildKitCacheDiskUsage(t *testing.T) {
 func buildingSleep(t *testing.T, d *daemon, ref, marker string) (*exec.Cmd, *bytes.Buffer) {
 	t.Helper()
 	dir := buildDir(t, map[string]string{"Dockerfile": "FROM " + ref + "\nRUN sleep " + marker + "\n"})
-	cfg := t.TempDir()
-	js, _ := json.Marshal(map[string][]string{"cliPluginsExtraDirs": {cliPlugins(t)}})
-	os.WriteFile(filepath.Join(cfg, "config.json"), js, 0o600)
+	cfg := buildxConfig(t)
 	cmd := exec.Command(dockerCLI(t), "build", "--progress=plain", dir)
 	cmd.Env = append(os.Environ(), "DOCKER_HOST="+d.Host(), "DOCKER_CONFIG="+cfg)
 	var out bytes.Buffer
@@ -274,9 +272,7 @@ func TestBuildKitKill9(t *testing.T) {
 func TestBuildKitTTYProgress(t *testing.T) {
 	d, ref := pulled(t)
 	dir := buildDir(t, map[string]string{"Dockerfile": "FROM " + ref + "\nRUN echo tty > /tty\n"})
-	cfg := t.TempDir()
-	js, _ := json.Marshal(map[string][]string{"cliPluginsExtraDirs": {cliPlugins(t)}})
-	os.WriteFile(filepath.Join(cfg, "config.json"), js, 0o600)
+	cfg := buildxConfig(t)
 	sock := t.TempDir() + "/tmux.sock"
 	tmux := func(args ...string) string {
 		t.Helper()

@@ -41,9 +41,9 @@ func logsOfBuild(d *daemon) string {
 	return "--- daemon log ---\n" + tail(d.Log(), 60) + "\n--- buildkit.log ---\n" + buildkitLog(d)
 }
 
-// buildxConfig makes a DOCKER_CONFIG naming the pinned plugins that, unlike
-// d.Buildx's, lasts across calls (docker login, then builds).
-func buildxConfig(t *testing.T) string {
+// buildxConfig makes a DOCKER_CONFIG naming the pinned plugins, to last
+// across calls (docker login, then builds).
+func buildxConfig(t testing.TB) string {
 	t.Helper()
 	cfg := t.TempDir()
 	js, err := json.Marshal(map[string][]string{"cliPluginsExtraDirs": {cliPlugins(t)}})
@@ -56,9 +56,11 @@ func buildxConfig(t *testing.T) string {
 	return cfg
 }
 
-// buildxIn runs the docker CLI with buildx as d.Buildx does, with cfg as
-// DOCKER_CONFIG and stdin as input.
-func (d *daemon) buildxIn(t *testing.T, cfg string, env []string, stdin string, args ...string) (string, error) {
+// buildxIn runs the real docker CLI against d with cfg as DOCKER_CONFIG
+// (buildxConfig: the pinned buildx and compose plugins), env added to the
+// environment and none of the user's settings of the CLI, buildx or
+// compose, stdin as input; builds get 5 minutes.
+func (d *daemon) buildxIn(t testing.TB, cfg string, env []string, stdin string, args ...string) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -6,7 +6,6 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -82,32 +81,7 @@ func cliPlugins(t testing.TB) string {
 // minutes.
 func (d *daemon) Buildx(t testing.TB, env []string, args ...string) (string, error) {
 	t.Helper()
-	cfg := t.TempDir()
-	js, err := json.Marshal(map[string][]string{"cliPluginsExtraDirs": {cliPlugins(t)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(cfg, "config.json"), js, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, dockerCLI(t), args...)
-	// None of the user's settings of the CLI, buildx or compose.
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "DOCKER_") && !strings.HasPrefix(kv, "BUILDX_") &&
-			!strings.HasPrefix(kv, "BUILDKIT_") && !strings.HasPrefix(kv, "COMPOSE_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Env = append(cmd.Env, "DOCKER_HOST="+d.Host(), "DOCKER_CONFIG="+cfg)
-	cmd.Env = append(cmd.Env, env...)
-	cmd.Dir = t.TempDir()
-	out, err := cmd.CombinedOutput()
-	if ctx.Err() != nil {
-		err = fmt.Errorf("%w (killed after 5 minutes)", err)
-	}
-	return string(out), err
+	return d.buildxIn(t, buildxConfig(t), env, "", args...)
 }
 
 // bk runs d.Buildx without extra environment and fails the test on error.

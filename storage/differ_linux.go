@@ -120,15 +120,7 @@ func (d *streamDiffer) extract(dest string, options *archive.TarOptions, ts *os.
 	if err != nil {
 		return extractResult{}, 0, fmt.Errorf("reading blob %s: %w", d.blob.Digest, err)
 	}
-	tsw := bufio.NewWriterSize(ts, 256<<10)
-	res, err := extractLayer(plain, dest, extractOptions{
-		idMappings:        idMappingsOf(options),
-		ignoreChownErrors: options.IgnoreChownErrors,
-		overlayWhiteouts:  options.WhiteoutFormat == archive.OverlayWhiteoutFormat,
-		opaqueXattr:       archive.GetOverlayXattrName("opaque"),
-		inUserNS:          options.InUserNS,
-		log:               d.log,
-	}, storage.NewJSONPacker(tsw))
+	res, err := extractStaged(plain, dest, options, ts, d.log)
 	// Closing (once: pgzip returns a buffer to a pool) waits for the
 	// decompressor's read of the blob to end (pgzip's read-ahead, the copy
 	// into igzip). After a failed extraction that read may be waiting on
@@ -138,9 +130,6 @@ func (d *streamDiffer) extract(dest string, options *archive.TarOptions, ts *os.
 		return extractResult{}, 0, err
 	}
 	plain.Close()
-	if err := tsw.Flush(); err != nil {
-		return extractResult{}, 0, err
-	}
 	// The whole blob counts, whatever follows the compressed stream.
 	if _, err := io.Copy(io.Discard, compressed); err != nil {
 		return extractResult{}, 0, fmt.Errorf("reading blob %s: %w", d.blob.Digest, err)
@@ -156,6 +145,24 @@ func (d *streamDiffer) extract(dest string, options *archive.TarOptions, ts *os.
 			d.blob.Digest, res.diffID, d.diffID)
 	}
 	return res, res.size, nil
+}
+
+// extractStaged extracts the tar plain into a staging directory dest as
+// the driver's options ask, its tar-split metadata written to ts.
+func extractStaged(plain io.Reader, dest string, options *archive.TarOptions, ts *os.File, log *slog.Logger) (extractResult, error) {
+	tsw := bufio.NewWriterSize(ts, 256<<10)
+	res, err := extractLayer(plain, dest, extractOptions{
+		idMappings:        idMappingsOf(options),
+		ignoreChownErrors: options.IgnoreChownErrors,
+		overlayWhiteouts:  options.WhiteoutFormat == archive.OverlayWhiteoutFormat,
+		opaqueXattr:       archive.GetOverlayXattrName("opaque"),
+		inUserNS:          options.InUserNS,
+		log:               log,
+	}, storage.NewJSONPacker(tsw))
+	if err != nil {
+		return res, err
+	}
+	return res, tsw.Flush()
 }
 
 func idMappingsOf(o *archive.TarOptions) *idtools.IDMappings {

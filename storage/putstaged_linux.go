@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -10,7 +9,6 @@ import (
 	"path/filepath"
 
 	"github.com/opencontainers/go-digest"
-	"github.com/vbatts/tar-split/tar/storage"
 	cstorage "go.podman.io/storage"
 	graphdriver "go.podman.io/storage/drivers"
 	"go.podman.io/storage/pkg/archive"
@@ -103,27 +101,14 @@ func (d *plainDiffer) ApplyDiff(dest string, options *archive.TarOptions, differ
 		ts.Close()
 		return out, err
 	}
-	tsw := bufio.NewWriterSize(ts, 256<<10)
-	res, err := extractLayer(plain, dest, extractOptions{
-		idMappings:        idMappingsOf(options),
-		ignoreChownErrors: options.IgnoreChownErrors,
-		overlayWhiteouts:  options.WhiteoutFormat == archive.OverlayWhiteoutFormat,
-		opaqueXattr:       archive.GetOverlayXattrName("opaque"),
-		inUserNS:          options.InUserNS,
-		log:               d.log,
-	}, storage.NewJSONPacker(tsw))
+	res, err := extractStaged(plain, dest, options, ts, d.log)
 	if err != nil {
 		go plain.Close()
 		ts.Close()
 		return out, err
 	}
 	plain.Close()
-	if err == nil {
-		err = tsw.Flush()
-	}
-	if err == nil {
-		_, err = io.Copy(io.Discard, raw)
-	}
+	_, err = io.Copy(io.Discard, raw)
 	got := digest.NewDigest(algo, raw.h)
 	switch {
 	case err != nil:

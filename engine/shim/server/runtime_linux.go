@@ -5,8 +5,6 @@ import (
 	"errors"
 	"io"
 	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -184,7 +182,7 @@ func (s *server) askServer(req *wire.RuntimeRequest, files []*os.File) (reply *w
 	go func() {
 		defer sock.Close()
 		line, err := br.ReadString('\n')
-		if ws, ok := parseStatus(line); err == nil && ok {
+		if ws, ok := wire.ParseRuntimeStatus(line); err == nil && ok {
 			if pf != nil {
 				_ = pf.Close()
 			}
@@ -195,16 +193,6 @@ func (s *server) askServer(req *wire.RuntimeRequest, files []*os.File) (reply *w
 		ch <- exitOfPidfd(pf)
 	}()
 	return reply, ch, true, nil
-}
-
-// parseStatus reads the server's status line.
-func parseStatus(line string) (unix.WaitStatus, bool) {
-	rest, ok := strings.CutPrefix(strings.TrimSuffix(line, "\n"), wire.RuntimeStatusPrefix)
-	if !ok {
-		return 0, false
-	}
-	n, err := strconv.Atoi(rest)
-	return unix.WaitStatus(n), err == nil
 }
 
 // exitOfPidfd waits for the process of pf, which is not our child, to

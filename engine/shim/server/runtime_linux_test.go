@@ -14,27 +14,6 @@ import (
 	"github.com/hutch-engine/hutch/engine/shim/wire"
 )
 
-func TestParseStatus(t *testing.T) {
-	for _, tc := range []struct {
-		line string
-		want unix.WaitStatus
-		ok   bool
-	}{
-		{"status 768\n", 3 << 8, true},
-		{"status 9", 9, true},
-		{"status 0\n", 0, true},
-		{"", 0, false},
-		{"status \n", 0, false},
-		{"status x\n", 0, false},
-		{"{\"message\":\"x\"}\n", 0, false},
-	} {
-		ws, ok := parseStatus(tc.line)
-		if ok != tc.ok || ok && ws != tc.want {
-			t.Errorf("parseStatus(%q) = %v, %v; want %v, %v", tc.line, ws, ok, tc.want, tc.ok)
-		}
-	}
-}
-
 // The status of a process that another reaps: as it ended where the
 // kernel tells, else 255.
 func TestExitOfPidfd(t *testing.T) {

@@ -52,6 +52,16 @@ const WarmServed = "served"
 // process has ended.
 const RuntimeStatusPrefix = "status "
 
+// ParseRuntimeStatus reads the runtime server's status line.
+func ParseRuntimeStatus(line string) (unix.WaitStatus, bool) {
+	rest, ok := strings.CutPrefix(strings.TrimSuffix(line, "\n"), RuntimeStatusPrefix)
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(rest)
+	return unix.WaitStatus(n), err == nil
+}
+
 // Roles of the files sent with a RuntimeRequest.
 const (
 	// FileLog becomes hutch-runtime's stderr: the bundle's shim.log.

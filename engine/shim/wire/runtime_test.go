@@ -103,3 +103,24 @@ func FuzzRecvRuntimeRequest(f *testing.F) {
 		}
 	})
 }
+
+func TestParseRuntimeStatus(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want unix.WaitStatus
+		ok   bool
+	}{
+		{"status 768\n", 3 << 8, true},
+		{"status 9", 9, true},
+		{"status 0\n", 0, true},
+		{"", 0, false},
+		{"status \n", 0, false},
+		{"status x\n", 0, false},
+		{"{\"message\":\"x\"}\n", 0, false},
+	} {
+		ws, ok := ParseRuntimeStatus(tc.line)
+		if ok != tc.ok || ok && ws != tc.want {
+			t.Errorf("ParseRuntimeStatus(%q) = %v, %v; want %v, %v", tc.line, ws, ok, tc.want, tc.ok)
+		}
+	}
+}
