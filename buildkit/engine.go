@@ -8,6 +8,7 @@ import (
 	"io"
 
 	cerrdefs "github.com/containerd/errdefs"
+	"github.com/distribution/reference"
 	"github.com/moby/moby/client"
 	"github.com/opencontainers/go-digest"
 )
@@ -32,6 +33,8 @@ func (e *engineClient) Close() error { return e.api.Close() }
 type engineImage struct {
 	ID     string
 	layers []digest.Digest
+	// tags are the image's tags, normalised (docker.io/library/x:latest).
+	tags map[string]bool
 }
 
 // inspectImage finds the engine's image by name or id: ErrNotFound when
@@ -44,7 +47,12 @@ func (e *engineClient) inspectImage(ctx context.Context, ref string) (*engineIma
 		}
 		return nil, err
 	}
-	img := &engineImage{ID: res.ID}
+	img := &engineImage{ID: res.ID, tags: map[string]bool{}}
+	for _, t := range res.RepoTags {
+		if named, err := reference.ParseNormalizedNamed(t); err == nil {
+			img.tags[named.String()] = true
+		}
+	}
 	if res.RootFS.Type == "layers" {
 		for _, l := range res.RootFS.Layers {
 			d, err := digest.Parse(l)

@@ -211,23 +211,35 @@ func tagNames(list string) []string {
 	return out
 }
 
-// store puts the image into the engine under names: a load when the
-// engine lacks it (after fetch, which brings its blobs into the content
-// store), then tags.
+// store puts the image into the engine under names: a load, which names
+// it, when the engine lacks it (after fetch, which brings its blobs into
+// the content store), else the tags it lacks.
 func (e *exporter) store(ctx context.Context, man *ocispec.Manifest, names []string, fetch func(context.Context) error) error {
 	id := man.Config.Digest
 	done := progress.OneOff(ctx, "writing image "+id.String())
-	if _, err := e.eng.inspectImage(ctx, id.String()); err != nil {
+	tagged := map[string]bool{}
+	if have, err := e.eng.inspectImage(ctx, id.String()); err == nil {
+		tagged = have.tags
+	} else {
 		if err := fetch(ctx); err != nil {
 			return done(err)
 		}
 		if err := e.load(ctx, man, names); err != nil {
 			return done(err)
 		}
+		// The archive's RepoTags named it.
+		for _, n := range names {
+			tagged[n] = true
+		}
 	}
 	done(nil)
 	for _, n := range names {
 		named := progress.OneOff(ctx, "naming to "+n)
+		if tagged[n] {
+			// A rebuild of what the name already is: nothing to change.
+			named(nil)
+			continue
+		}
 		if err := named(e.eng.tag(ctx, id.String(), n)); err != nil {
 			return err
 		}

@@ -119,10 +119,23 @@ func releaseInit(fifo string, status chan int) error {
 	select {
 	case err = <-got:
 	case code := <-status:
+		// It ran and ended already (its byte is in the fifo: with a
+		// reader there, the init's open and write do not wait), or it
+		// died before it wrote. The pending read may have given up on
+		// its deadline before it looked: look once more.
 		status <- code
 		_ = f.SetReadDeadline(time.Now())
 		if err = <-got; err != nil {
-			return errors.New("the build container's process died before it started")
+			err = errors.New("the build container's process died before it started")
+			_ = f.SetReadDeadline(time.Time{})
+			if rc, rerr := f.SyscallConn(); rerr == nil {
+				_ = rc.Read(func(fd uintptr) bool {
+					if n, _ := unix.Read(int(fd), make([]byte, 1)); n == 1 {
+						err = nil
+					}
+					return true
+				})
+			}
 		}
 	}
 	if err != nil {
