@@ -178,7 +178,7 @@ func totals[T any](items []T, sizeOf func(T) (size int64, active, known bool)) (
 }
 
 // buildPrune answers POST /build/prune, which docker system prune calls:
-// hutch builds nothing, so there is no cache to prune.
+// BuildKit prunes its cache; an engine that never built has none.
 func (s *Server) buildPrune(w http.ResponseWriter, r *http.Request) error {
 	if s.buildkit != nil && s.buildkit.HasState() {
 		return s.buildkit.Forward(w, r)

@@ -13,6 +13,8 @@ import (
 	controlapi "github.com/moby/buildkit/api/services/control"
 	"github.com/moby/buildkit/control"
 	"github.com/moby/moby/api/types/build"
+
+	"github.com/hutch-engine/hutch/engine/container"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 )
@@ -111,11 +113,11 @@ func pruneRequest(r *http.Request) (*controlapi.PruneRequest, error) {
 			if len(values) != 1 {
 				return nil, fmt.Errorf("filters expect only one value for %q", key)
 			}
-			d, err := untilDuration(values[0])
+			t, err := container.ParseTimestamp(values[0], time.Now())
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("\"until\" filter expects a duration (e.g., '24h') or a timestamp: %q", values[0])
 			}
-			req.KeepDuration = int64(d)
+			req.KeepDuration = int64(time.Since(t))
 		case slices.Contains(cacheFilters, key):
 			switch len(values) {
 			case 0:
@@ -169,20 +171,6 @@ func parseFilters(s string) (map[string][]string, error) {
 		out[k] = list
 	}
 	return out, nil
-}
-
-// untilDuration reads an until filter: a duration ("24h") or a Unix time.
-func untilDuration(v string) (time.Duration, error) {
-	if d, err := time.ParseDuration(v); err == nil {
-		return d, nil
-	}
-	if secs, err := strconv.ParseFloat(v, 64); err == nil {
-		return time.Since(time.Unix(int64(secs), 0)), nil
-	}
-	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
-		return time.Since(t), nil
-	}
-	return 0, fmt.Errorf("\"until\" filter expects a duration (e.g., '24h') or a timestamp: %q", v)
 }
 
 func writeError(w http.ResponseWriter, status int, err error) {

@@ -9,7 +9,6 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/moby/buildkit/executor"
 	"golang.org/x/sys/unix"
@@ -66,21 +65,21 @@ func (e *runExecutor) runProcess(ctx context.Context, req *wire.RuntimeRequest, 
 		defer removeState(reply.StateDir)
 	}
 
-	statusCh := make(chan int, 1)
+	// The status line comes once the process has ended.
+	code := 255
+	ended := make(chan struct{})
 	go func() {
 		line, err := br.ReadString('\n')
-		ws, ok := wire.ParseRuntimeStatus(line)
-		if err != nil || !ok {
-			statusCh <- 255
-			return
+		if ws, ok := wire.ParseRuntimeStatus(line); err == nil && ok {
+			code = exitCode(ws)
 		}
-		statusCh <- exitCode(ws)
+		close(ended)
 	}()
 	if req.Op == wire.RuntimeCreate {
-		if err := releaseInit(reply.Fifo, statusCh); err != nil {
+		if err := wire.ReleaseInit(reply.Fifo, ended); err != nil {
 			_ = unix.Kill(pid, unix.SIGKILL)
-			<-statusCh
-			return 0, err
+			<-ended
+			return 0, fmt.Errorf("the build container: %w", err)
 		}
 	}
 	if started != nil {
@@ -88,61 +87,18 @@ func (e *runExecutor) runProcess(ctx context.Context, req *wire.RuntimeRequest, 
 	}
 	for {
 		select {
-		case code := <-statusCh:
+		case <-ended:
 			io.wait()
 			return code, nil
 		case sig := <-process.Signal:
 			_ = unix.Kill(pid, sig)
 		case <-ctx.Done():
 			_ = unix.Kill(pid, unix.SIGKILL)
-			code := <-statusCh
+			<-ended
 			io.wait()
 			return code, nil
 		}
 	}
-}
-
-// releaseInit lets the created init exec its command, as runc start does:
-// a read of libcontainer's exec fifo. An init that ends before it writes
-// its byte ends the wait (its status comes on status, and is put back).
-func releaseInit(fifo string, status chan int) error {
-	f, err := os.OpenFile(fifo, os.O_RDWR|unix.O_NONBLOCK, 0)
-	if err != nil {
-		return fmt.Errorf("exec fifo: %w", err)
-	}
-	defer f.Close()
-	got := make(chan error, 1)
-	go func() {
-		_, err := f.Read(make([]byte, 1))
-		got <- err
-	}()
-	select {
-	case err = <-got:
-	case code := <-status:
-		// It ran and ended already (its byte is in the fifo: with a
-		// reader there, the init's open and write do not wait), or it
-		// died before it wrote. The pending read may have given up on
-		// its deadline before it looked: look once more.
-		status <- code
-		_ = f.SetReadDeadline(time.Now())
-		if err = <-got; err != nil {
-			err = errors.New("the build container's process died before it started")
-			_ = f.SetReadDeadline(time.Time{})
-			if rc, rerr := f.SyscallConn(); rerr == nil {
-				_ = rc.Read(func(fd uintptr) bool {
-					if n, _ := unix.Read(int(fd), make([]byte, 1)); n == 1 {
-						err = nil
-					}
-					return true
-				})
-			}
-		}
-	}
-	if err != nil {
-		return err
-	}
-	_ = os.Remove(fifo)
-	return nil
 }
 
 // removeState removes a container's libcontainer state: rootless on

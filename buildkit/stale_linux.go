@@ -6,9 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 
+	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
+
+	"github.com/hutch-engine/hutch/internal/procstat"
 )
 
 // cleanStale removes what a hutch-buildkit killed mid-build left: build
@@ -69,36 +71,19 @@ func staleInit(dir string) (int, bool) {
 	return st.Pid, ok && start == st.Start
 }
 
-// procStart is field 22 of /proc/pid/stat: the start time in ticks.
+// procStart is the start time (ticks) of process pid: field 22 of its
+// stat, the 20th after the command's name.
 func procStart(pid int) (uint64, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, false
-	}
-	// The command (field 2) may hold spaces; the rest follows its ')'.
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 20 {
+	_, f, ok := procstat.Read(strconv.Itoa(pid))
+	if !ok || len(f) < 20 {
 		return 0, false
 	}
 	v, err := strconv.ParseUint(f[19], 10, 64)
 	return v, err == nil
 }
 
-// mountedUnder reports whether a mount point lies under dir.
+// mountedUnder reports whether a mount point lies at or under dir.
 func mountedUnder(dir string) bool {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return true
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		f := strings.Fields(l)
-		if len(f) > 4 && (f[4] == dir || strings.HasPrefix(f[4], dir+"/")) {
-			return true
-		}
-	}
-	return false
+	ms, err := mountinfo.GetMounts(mountinfo.PrefixFilter(dir))
+	return err != nil || len(ms) > 0
 }

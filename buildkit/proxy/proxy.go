@@ -61,11 +61,10 @@ func New(opt Options) *Proxy {
 		opt.Log = slog.New(slog.DiscardHandler)
 	}
 	p := &Proxy{opt: opt, socket: opt.StateDir + "/buildkit.sock"}
+	// Every HTTP request dials as a forwarded connection does: starting
+	// hutch-buildkit if need be, past one that is exiting.
 	p.client = &http.Client{Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", p.socket)
-		},
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return p.dial(ctx) },
 	}}
 	p.reverse = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
@@ -85,11 +84,11 @@ func New(opt Options) *Proxy {
 // streamed as it comes.
 func (p *Proxy) Forward(w http.ResponseWriter, r *http.Request) error {
 	if r.Header.Get("Upgrade") == "" {
-		c, err := p.dial(r.Context())
-		if err != nil {
+		// A start that fails is the engine's error to answer, not the
+		// reverse proxy's bare 502.
+		if err := p.ensure(r.Context()); err != nil {
 			return err
 		}
-		c.Close()
 		p.reverse.ServeHTTP(w, r)
 		return nil
 	}
@@ -322,9 +321,6 @@ func (p *Proxy) HasState() bool {
 func (p *Proxy) BuildCache(ctx context.Context) ([]build.CacheRecord, error) {
 	if !p.HasState() {
 		return nil, nil
-	}
-	if err := p.ensure(ctx); err != nil {
-		return nil, err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://hutch-buildkit"+CachePath, nil)
 	if err != nil {

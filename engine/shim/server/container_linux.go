@@ -1,7 +1,6 @@
 package server
 
 import (
-	"errors"
 	"os"
 	"strconv"
 	"time"
@@ -139,47 +138,9 @@ func (s *server) start() error {
 	return nil
 }
 
-// releaseInit lets the init exec the command, as runc start does: the
-// init blocks opening libcontainer's exec fifo for writing until a reader
-// opens it, writes a byte, and execs. The fifo is opened read-write and
-// non-blocking: the open never waits, our own writer end means no EOF
-// before the init's byte, and the wait for it holds no thread.
+// releaseInit lets the init exec the command (wire.ReleaseInit).
 func (s *server) releaseInit() error {
-	f, err := os.OpenFile(s.fifo, os.O_RDWR|unix.O_NONBLOCK, 0)
-	if err != nil {
-		return wire.Wrap("exec fifo", err)
-	}
-	defer f.Close()
-	buf := make([]byte, 1)
-	got := make(chan error, 1)
-	go func() {
-		_, err := f.Read(buf)
-		got <- err
-	}()
-	select {
-	case err = <-got:
-	case <-s.initDone:
-		// It ran and exited already (its byte is in the fifo), or it died
-		// before it wrote.
-		_ = f.SetReadDeadline(time.Now())
-		if err = <-got; err != nil {
-			err = errors.New("container process is already dead")
-			_ = f.SetReadDeadline(time.Time{})
-			if rc, rerr := f.SyscallConn(); rerr == nil {
-				_ = rc.Read(func(fd uintptr) bool {
-					if n, _ := unix.Read(int(fd), buf); n == 1 {
-						err = nil
-					}
-					return true
-				})
-			}
-		}
-	}
-	if err != nil {
-		return err
-	}
-	_ = os.Remove(s.fifo)
-	return nil
+	return wire.ReleaseInit(s.fifo, s.initDone)
 }
 
 // serve answers clients until the container has exited and every waiter

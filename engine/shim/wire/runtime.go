@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -60,6 +61,53 @@ func ParseRuntimeStatus(line string) (unix.WaitStatus, bool) {
 	}
 	n, err := strconv.Atoi(rest)
 	return unix.WaitStatus(n), err == nil
+}
+
+// ReleaseInit lets a created init exec its command, as runc start does:
+// the init blocks opening libcontainer's exec fifo for writing until a
+// reader opens it, writes a byte, and execs. The fifo is opened
+// read-write and non-blocking: the open never waits, our own writer end
+// means no EOF before the init's byte, and the wait for it holds no
+// thread. ended is closed once the init has ended: it ran and exited
+// already (its byte is in the fifo, since with a reader there the init's
+// open and write do not wait), or it died before it wrote. The fifo is
+// removed once read.
+func ReleaseInit(fifo string, ended <-chan struct{}) error {
+	f, err := os.OpenFile(fifo, os.O_RDWR|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return Wrap("exec fifo", err)
+	}
+	defer f.Close()
+	buf := make([]byte, 1)
+	got := make(chan error, 1)
+	go func() {
+		_, err := f.Read(buf)
+		got <- err
+	}()
+	select {
+	case err = <-got:
+	case <-ended:
+		_ = f.SetReadDeadline(time.Now())
+		if err = <-got; err != nil {
+			// The read may have given up on its deadline before it
+			// looked: look once more, without one.
+			err = errors.New("container process is already dead")
+			_ = f.SetReadDeadline(time.Time{})
+			if rc, rerr := f.SyscallConn(); rerr == nil {
+				_ = rc.Read(func(fd uintptr) bool {
+					if n, _ := unix.Read(int(fd), buf); n == 1 {
+						err = nil
+					}
+					return true
+				})
+			}
+		}
+	}
+	if err != nil {
+		return err
+	}
+	_ = os.Remove(fifo)
+	return nil
 }
 
 // Roles of the files sent with a RuntimeRequest.
