@@ -23,9 +23,7 @@ import (
 	bkexporter "github.com/moby/buildkit/exporter"
 	"github.com/moby/buildkit/session"
 	containerdsnapshot "github.com/moby/buildkit/snapshot/containerd"
-	"github.com/moby/buildkit/solver/pb"
 	"github.com/moby/buildkit/util/leaseutil"
-	"github.com/moby/buildkit/util/network"
 	"github.com/moby/buildkit/util/winlayers"
 	"github.com/moby/buildkit/worker/base"
 	wlabel "github.com/moby/buildkit/worker/label"
@@ -81,7 +79,6 @@ func newWorker(ctx context.Context, cfg Config, eng *engineClient) (*worker, err
 		return nil, err
 	}
 	hostname, _ := os.Hostname()
-	images := &localImages{eng: eng, cs: cs}
 	opt := base.WorkerOpt{
 		ID:   id,
 		Root: root,
@@ -97,23 +94,20 @@ func newWorker(ctx context.Context, cfg Config, eng *engineClient) (*worker, err
 		},
 		MetadataStore:   md,
 		ContentMetadata: db,
-		NetworkProviders: map[pb.NetMode]network.Provider{
-			pb.NetMode_UNSET: network.NewHostProvider(),
-			pb.NetMode_HOST:  network.NewHostProvider(),
-			pb.NetMode_NONE:  network.NewNoneProvider(),
-		},
-		Executor:       exe,
-		Snapshotter:    containerdsnapshot.NewSnapshotter(snName, mdb.Snapshotter(snName), "buildkit", nil),
-		ContentStore:   cs,
-		Applier:        winlayers.NewFileSystemApplierWithWindows(cs, apply.NewFileSystemApplier(cs)),
-		Differ:         winlayers.NewWalkingDiffWithWindows(cs, walking.NewWalkingDiff(cs)),
-		ImageStore:     images,
-		RegistryHosts:  cfg.RegistryHosts,
-		Platforms:      []ocispecs.Platform{platforms.Normalize(platforms.DefaultSpec())},
-		LeaseManager:   leaseutil.WithNamespace(ctdmetadata.NewLeaseManager(mdb), "buildkit"),
-		GarbageCollect: mdb.GarbageCollect,
-		MountPoolRoot:  filepath.Join(root, "cachemounts"),
-		GCPolicy:       []client.PruneInfo{{All: true, KeepDuration: 0, MaxUsedSpace: gcKeep}},
+		// The executor's, which the worker closes.
+		NetworkProviders: exe.networks,
+		Executor:         exe,
+		Snapshotter:      containerdsnapshot.NewSnapshotter(snName, mdb.Snapshotter(snName), "buildkit", nil),
+		ContentStore:     cs,
+		Applier:          winlayers.NewFileSystemApplierWithWindows(cs, apply.NewFileSystemApplier(cs)),
+		Differ:           winlayers.NewWalkingDiffWithWindows(cs, walking.NewWalkingDiff(cs)),
+		ImageStore:       &localImages{eng: eng, cs: cs},
+		RegistryHosts:    cfg.RegistryHosts,
+		Platforms:        []ocispecs.Platform{platforms.Normalize(platforms.DefaultSpec())},
+		LeaseManager:     leaseutil.WithNamespace(ctdmetadata.NewLeaseManager(mdb), "buildkit"),
+		GarbageCollect:   mdb.GarbageCollect,
+		MountPoolRoot:    filepath.Join(root, "cachemounts"),
+		GCPolicy:         []client.PruneInfo{{All: true, KeepDuration: 0, MaxUsedSpace: gcKeep}},
 	}
 	cfg.Log.Debug("stores open", "after", time.Since(start))
 	w, err := base.NewWorker(ctx, opt)
@@ -121,7 +115,7 @@ func newWorker(ctx context.Context, cfg Config, eng *engineClient) (*worker, err
 		return nil, err
 	}
 	cfg.Log.Debug("worker ready", "after", time.Since(start))
-	return &worker{Worker: w, eng: eng, images: images, exec: exe}, nil
+	return &worker{Worker: w, eng: eng, exec: exe}, nil
 }
 
 // snapshotterFor picks what the engine's storage would: native overlay
@@ -145,9 +139,8 @@ func snapshotterFor(root string) (string, func(string) (ctdsnapshot.Snapshotter,
 // worker is BuildKit's base worker with the engine's exporter added.
 type worker struct {
 	*base.Worker
-	eng    *engineClient
-	images *localImages
-	exec   *runExecutor
+	eng  *engineClient
+	exec *runExecutor
 }
 
 // Exporter returns BuildKit's exporters, and "moby", which loads the
