@@ -10,7 +10,7 @@ GOFLAGS_BUILD := -trimpath -tags "$(TAGS)" -ldflags "$(LDFLAGS)"
 RUNTIME_FLAGS := -trimpath -tags "$(TAGS) osusergo netgo" -ldflags "$(LDFLAGS) -linkmode external -extldflags -static"
 export CGO_ENABLED := 1
 
-.PHONY: all build test unit integration lint run demo bench clean
+.PHONY: all build test unit integration compat lint run demo bench clean
 
 all: build
 
@@ -32,6 +32,12 @@ unit:
 
 integration: build
 	$(GO) test -tags "$(TAGS) integration" -count=1 -v ./integration/
+
+# Docker Engine's own integration suite against hutch, judged by
+# contrib/compat/known-failures.txt. COMPAT_ARGS go to `compat run`
+# (e.g. COMPAT_ARGS="-pkgs container -run TestKill").
+compat:
+	bash contrib/compat/run.sh $(COMPAT_ARGS)
 
 lint:
 	$(GO) vet -tags "$(TAGS)" ./...

@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH=/usr/local/go/bin:$PATH
 TAGS="exclude_graphdriver_btrfs exclude_graphdriver_zfs containers_image_openpgp"
-TEST_USER=${HUTCH_TEST_USER:-hutchtest}
+. contrib/test/as_user.sh
 
 if [ "$(id -u)" = 0 ]; then
 	bash contrib/test/setup-root.sh
@@ -30,16 +30,6 @@ if [ "$(id -u)" = 0 ]; then
 	go test -c -tags "$TAGS integration rootmode" -o "$out/rootmode.test" ./integration/
 fi
 chmod -R a+rX "$out"
-
-as_user() {
-	if [ "$(id -u)" = 0 ]; then
-		runuser -u "$TEST_USER" -- env -i HOME="$(getent passwd "$TEST_USER" | cut -d: -f6)" \
-			USER="$TEST_USER" PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin TMPDIR=/tmp \
-			HUTCH_SMALL_FS="${HUTCH_SMALL_FS:-}" "$@"
-	else
-		"$@"
-	fi
-}
 
 echo "== format and vet"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))

@@ -330,6 +330,18 @@ type file struct {
 }
 
 func busyboxLayer() (v1.Layer, error) {
+	files, err := busyboxFiles(
+		"root:x:0:0:root:/root:/bin/sh\nuser:x:1234:1234:user:/home/user:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n",
+		"root:x:0:\nuser:x:1234:\nnogroup:x:65534:\n")
+	if err != nil {
+		return nil, err
+	}
+	return memLayer(files)
+}
+
+// busyboxFiles lists the busybox tree with the given /etc/passwd and
+// /etc/group.
+func busyboxFiles(passwd, group string) ([]file, error) {
 	bin, err := os.ReadFile(BusyboxPath)
 	if err != nil {
 		return nil, fmt.Errorf("testimage: %w (install busybox-static)", err)
@@ -343,8 +355,8 @@ func busyboxLayer() (v1.Layer, error) {
 		{name: "bin/busybox", mode: 0o755, body: bin},
 		{name: "dev/", mode: 0o755, dir: true},
 		{name: "etc/", mode: 0o755, dir: true},
-		{name: "etc/group", mode: 0o644, body: []byte("root:x:0:\nuser:x:1234:\nnogroup:x:65534:\n")},
-		{name: "etc/passwd", mode: 0o644, body: []byte("root:x:0:0:root:/root:/bin/sh\nuser:x:1234:1234:user:/home/user:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n")},
+		{name: "etc/group", mode: 0o644, body: []byte(group)},
+		{name: "etc/passwd", mode: 0o644, body: []byte(passwd)},
 		{name: "home/", mode: 0o755, dir: true},
 		{name: "home/user/", mode: 0o750, dir: true, uid: OwnedUID, gid: OwnedGID},
 		{name: "home/user/.profile", mode: 0o640, uid: OwnedUID, gid: OwnedGID, body: []byte("export PS1='$ '\n")},
@@ -366,7 +378,7 @@ func busyboxLayer() (v1.Layer, error) {
 		}
 		files = append(files, file{name: a, mode: 0o777, link: "/bin/busybox"})
 	}
-	return memLayer(files)
+	return files, nil
 }
 
 // memLayer builds a gzip-compressed layer in memory.
