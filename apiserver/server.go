@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -114,8 +115,23 @@ func New(b Backend, o Options) *Server {
 	// paths with the wrong method, which Docker answers with the same 404
 	// (ServeMux would otherwise send a plain-text 405).
 	mux.HandleFunc("/", notFound)
-	s.handler = s.logRecover(stripVersion(linkPath(mux)))
+	s.handler = s.logRecover(s.grpcFirst(stripVersion(linkPath(mux))))
 	return s
+}
+
+// grpcFirst sends gRPC calls made in HTTP/2 straight on the socket (as
+// BuildKit's client does when given the daemon's address) to BuildKit, as
+// Docker's daemon serves them beside the API; the rest goes to next.
+func (s *Server) grpcFirst(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ProtoMajor == 2 && strings.HasPrefix(r.Header.Get("Content-Type"), "application/grpc") {
+			if err := s.buildkitForward(w, r); err != nil {
+				httpError(w, err)
+			}
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // Handler returns the HTTP handler serving the whole API.
@@ -129,7 +145,13 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	// keep its values; they are cancelled only if the shutdown times out.
 	base, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelBase()
+	// HTTP/2 with prior knowledge carries gRPC (grpcFirst); HTTP/1.1
+	// carries the API.
+	protocols := new(http.Protocols)
+	protocols.SetHTTP1(true)
+	protocols.SetUnencryptedHTTP2(true)
 	srv := &http.Server{
+		Protocols:         protocols,
 		Handler:           s.handler,
 		ReadHeaderTimeout: time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return base },

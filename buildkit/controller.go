@@ -24,7 +24,7 @@ import (
 
 // newController assembles BuildKit's control API on one worker, with the
 // frontends and cache back-ends Docker's daemon offers.
-func newController(ctx context.Context, cfg Config, sm *session.Manager, eng *engineClient) (*control.Controller, *worker, error) {
+func newController(ctx context.Context, cfg Config, sm *session.Manager, eng *engineClient, tr *tracer) (*control.Controller, *worker, error) {
 	w, err := newWorker(ctx, cfg, eng)
 	if err != nil {
 		return nil, nil, fmt.Errorf("buildkit worker: %w", err)
@@ -71,6 +71,7 @@ func newController(ctx context.Context, cfg Config, sm *session.Manager, eng *en
 		// --allow security.insecure is not.
 		Entitlements:   []string{string(entitlements.EntitlementNetworkHost)},
 		HistoryDB:      historyDB,
+		TraceCollector: tr.collector(),
 		LeaseManager:   w.LeaseManager(),
 		ContentStore:   w.ContentStore(),
 		GarbageCollect: w.GarbageCollect,

@@ -77,7 +77,8 @@ func Serve(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	ctrl, w, err := newController(ctx, cfg, sm, eng)
+	tr := newTracer()
+	ctrl, w, err := newController(ctx, cfg, sm, eng, tr)
 	if err != nil {
 		return err
 	}
@@ -87,6 +88,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	// BuildKit's errors carry their details (the Dockerfile excerpt of
 	// a syntax error, an exit code) as gRPC status details.
 	gs := grpc.NewServer(
+		tr.serverOption(),
 		grpc.UnaryInterceptor(grpcerrors.UnaryServerInterceptor),
 		grpc.StreamInterceptor(grpcerrors.StreamServerInterceptor),
 	)
@@ -103,13 +105,21 @@ func Serve(ctx context.Context, cfg Config) error {
 	}
 	h2 := &http2.Server{}
 	idle := &activity{last: time.Now()}
+	// The engine forwards gRPC made straight on its socket as HTTP/2 with
+	// prior knowledge.
+	protocols := new(http.Protocols)
+	protocols.SetHTTP1(true)
+	protocols.SetUnencryptedHTTP2(true)
 	srv := &http.Server{
+		Protocols:         protocols,
 		ReadHeaderTimeout: 30 * time.Second,
 		Handler: http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 			idle.begin()
 			defer idle.end()
 			var err error
 			switch {
+			case r.ProtoMajor == 2 && strings.HasPrefix(r.Header.Get("Content-Type"), "application/grpc"):
+				gs.ServeHTTP(rw, r)
 			case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/grpc"):
 				err = serveGRPC(rw, r, h2, gs)
 			case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/session"):

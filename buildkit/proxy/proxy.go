@@ -48,6 +48,9 @@ type Proxy struct {
 	socket  string
 	client  *http.Client
 	reverse *httputil.ReverseProxy
+	// grpc forwards gRPC sent straight on the API socket (HTTP/2 with
+	// prior knowledge) as HTTP/2 to hutch-buildkit, trailers and all.
+	grpc *httputil.ReverseProxy
 
 	mu     sync.Mutex
 	closed bool
@@ -74,15 +77,35 @@ func New(opt Options) *Proxy {
 		FlushInterval: -1,
 		ErrorLog:      slog.NewLogLogger(opt.Log.Handler(), slog.LevelWarn),
 	}
+	h2c := new(http.Protocols)
+	h2c.SetUnencryptedHTTP2(true)
+	p.grpc = &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.Out.URL.Scheme, pr.Out.URL.Host = "http", "hutch-buildkit"
+		},
+		Transport: &http.Transport{
+			Protocols:   h2c,
+			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return p.dial(ctx) },
+		},
+		FlushInterval: -1,
+		ErrorLog:      slog.NewLogLogger(opt.Log.Handler(), slog.LevelWarn),
+	}
 	return p
 }
 
 // Forward serves one request of BuildKit's: an upgraded one (POST /grpc,
 // /session) is handed to hutch-buildkit whole, its hijacked connection
 // copied both ways until either side closes it; others (POST /build
-// with version=2, /build/prune) are proxied as HTTP, the response
-// streamed as it comes.
+// with version=2, /build/prune, and gRPC calls made in HTTP/2 straight on
+// the socket) are proxied as HTTP, the response streamed as it comes.
 func (p *Proxy) Forward(w http.ResponseWriter, r *http.Request) error {
+	if r.ProtoMajor == 2 {
+		if err := p.ensure(r.Context()); err != nil {
+			return err
+		}
+		p.grpc.ServeHTTP(w, r)
+		return nil
+	}
 	if r.Header.Get("Upgrade") == "" {
 		// A start that fails is the engine's error to answer, not the
 		// reverse proxy's bare 502.
