@@ -64,7 +64,24 @@ func (d *daemon) buildxIn(t testing.TB, cfg string, env []string, stdin string, 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, dockerCLI(t), args...)
+	cmd := d.buildxCmd(t, cfg, args...)
+	// Killed after 5 minutes (the command is started by then).
+	stop := context.AfterFunc(ctx, func() { cmd.Process.Kill() })
+	defer stop()
+	cmd.Env = append(cmd.Env, env...)
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		err = fmt.Errorf("%w (killed after 5 minutes)", err)
+	}
+	return string(out), err
+}
+
+// buildxCmd is the docker CLI command buildxIn runs, not started: for
+// commands that run in the background (compose watch, compose events).
+func (d *daemon) buildxCmd(t testing.TB, cfg string, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(dockerCLI(t), args...)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "DOCKER_") && !strings.HasPrefix(kv, "BUILDX_") &&
 			!strings.HasPrefix(kv, "BUILDKIT_") && !strings.HasPrefix(kv, "COMPOSE_") {
@@ -72,14 +89,8 @@ func (d *daemon) buildxIn(t testing.TB, cfg string, env []string, stdin string, 
 		}
 	}
 	cmd.Env = append(cmd.Env, "DOCKER_HOST="+d.Host(), "DOCKER_CONFIG="+cfg)
-	cmd.Env = append(cmd.Env, env...)
 	cmd.Dir = t.TempDir()
-	cmd.Stdin = strings.NewReader(stdin)
-	out, err := cmd.CombinedOutput()
-	if ctx.Err() != nil {
-		err = fmt.Errorf("%w (killed after 5 minutes)", err)
-	}
-	return string(out), err
+	return cmd
 }
 
 // bkIn is buildxIn that fails the test on error, with both logs.
