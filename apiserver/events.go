@@ -26,12 +26,20 @@ type legacyEvent struct {
 }
 
 // events streams GET /events: one JSON object per event, each flushed as
-// it comes.
+// it comes, as JSON lines or (asked for in Accept) a JSON text sequence.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	req := engine.EventsRequest{Since: q.Get("since"), Until: q.Get("until"), Filters: q.Get("filters")}
 	legacy := versionLess(APIVersion(r.Context()), "1.52")
 	js := newJSONStream(w)
+	// API 1.52 names the stream for what it is, and serves the JSON
+	// stream types a client asks for by name.
+	if !legacy {
+		js.contentType = mediaJSONLines
+	}
+	if ct := acceptedExactly(r.Header, jsonStreamTypes); ct != "" {
+		js.contentType = ct
+	}
 	err := s.backend.Events(r.Context(), req, js.begin, func(m events.Message) error {
 		if legacy && (m.Type == events.ContainerEventType || m.Type == events.ImageEventType) {
 			le := legacyEvent{Status: string(m.Action), ID: m.Actor.ID, Message: m}

@@ -109,6 +109,9 @@ type jsonStream struct {
 	w       http.ResponseWriter
 	enc     *json.Encoder
 	started bool
+	// contentType is the stream's media type, application/json unless
+	// set; a JSON text sequence puts an RS byte before each record.
+	contentType string
 }
 
 func newJSONStream(w http.ResponseWriter) *jsonStream {
@@ -127,6 +130,11 @@ func (s *jsonStream) sendValue(v any) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.startLocked()
+	if s.contentType == mediaJSONSequence {
+		if _, err := s.w.Write([]byte{0x1e}); err != nil {
+			return err
+		}
+	}
 	err := s.enc.Encode(v)
 	s.flushLocked()
 	return err
@@ -150,7 +158,11 @@ func (s *jsonStream) flushLocked() {
 func (s *jsonStream) startLocked() {
 	if !s.started {
 		s.started = true
-		s.w.Header().Set("Content-Type", "application/json")
+		ct := s.contentType
+		if ct == "" {
+			ct = "application/json"
+		}
+		s.w.Header().Set("Content-Type", ct)
 		s.w.WriteHeader(http.StatusOK)
 	}
 }
