@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"context"
-	"errors"
 	"io"
 	"net/http"
 	"strconv"
@@ -303,12 +302,11 @@ func (s *Server) containerPrune(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) containerResize(w http.ResponseWriter, r *http.Request) error {
-	h, err1 := strconv.ParseUint(r.URL.Query().Get("h"), 10, 16)
-	wd, err2 := strconv.ParseUint(r.URL.Query().Get("w"), 10, 16)
-	if err := errors.Join(err1, err2); err != nil {
-		return errdefs.ErrInvalidArgument.WithMessage("invalid terminal size: " + err.Error())
+	h, wd, err := terminalSize(r)
+	if err != nil {
+		return err
 	}
-	if err := s.backend.ContainerResize(r.Context(), r.PathValue("id"), uint16(h), uint16(wd)); err != nil {
+	if err := s.backend.ContainerResize(r.Context(), r.PathValue("id"), h, wd); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusOK)

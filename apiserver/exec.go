@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strconv"
 
 	"github.com/containerd/errdefs"
 	"github.com/hutch-engine/hutch/engine"
@@ -110,16 +109,11 @@ func (s *Server) execInspect(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) execResize(w http.ResponseWriter, r *http.Request) error {
-	q := r.URL.Query()
-	h, err := strconv.ParseUint(q.Get("h"), 10, 16)
+	h, wd, err := terminalSize(r)
 	if err != nil {
-		return errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid resize height %q: %v", q.Get("h"), err))
+		return err
 	}
-	wd, err := strconv.ParseUint(q.Get("w"), 10, 16)
-	if err != nil {
-		return errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid resize width %q: %v", q.Get("w"), err))
-	}
-	if err := s.backend.ExecResize(r.Context(), r.PathValue("id"), uint16(h), uint16(wd)); err != nil {
+	if err := s.backend.ExecResize(r.Context(), r.PathValue("id"), h, wd); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusOK)

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -98,6 +100,51 @@ func queryBoolDefault(r *http.Request, key string, def bool) bool {
 		return def
 	}
 	return queryBool(r, key)
+}
+
+// terminalSize reads the h and w parameters of a resize as Docker does:
+// unsigned 32-bit decimals, refused with the bare reason of strconv
+// ("invalid syntax", "value out of range"; a negative number is out of
+// range, not bad syntax). A terminal holds at most 65535 rows and
+// columns (the kernel's winsize is 16-bit): larger sizes, which Docker
+// accepts, are that.
+func terminalSize(r *http.Request) (height, width uint16, err error) {
+	q := r.URL.Query()
+	dim := func(key, name string) (uint16, error) {
+		v := q.Get(key)
+		n, err := parseUint32(v)
+		if err != nil {
+			return 0, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid resize %s %q: %v", name, v, err))
+		}
+		return uint16(min(n, math.MaxUint16)), nil
+	}
+	if height, err = dim("h", "height"); err != nil {
+		return 0, 0, err
+	}
+	if width, err = dim("w", "width"); err != nil {
+		return 0, 0, err
+	}
+	return height, width, nil
+}
+
+// parseUint32 is strconv.ParseUint(v, 10, 32) answering only its reason
+// (strconv.ErrSyntax or strconv.ErrRange), with "-5" out of range.
+func parseUint32(v string) (uint32, error) {
+	digits, negative := strings.CutPrefix(v, "-")
+	if digits == "" || digits[0] == '+' {
+		return 0, strconv.ErrSyntax
+	}
+	n, err := strconv.ParseUint(digits, 10, 32)
+	var numErr *strconv.NumError
+	switch {
+	case errors.As(err, &numErr):
+		return 0, numErr.Err
+	case err != nil:
+		return 0, err
+	case negative:
+		return 0, strconv.ErrRange
+	}
+	return uint32(n), nil
 }
 
 // jsonStream writes newline-delimited JSON, each value flushed (Docker's
