@@ -42,7 +42,7 @@ type ContainerBackend interface {
 
 func (s *Server) containerCreate(w http.ResponseWriter, r *http.Request) error {
 	var req containertypes.CreateRequest
-	if err := decodeJSON(w, r, &req); err != nil {
+	if err := decodeRequiredJSON(w, r, &req); err != nil {
 		return err
 	}
 	resp, err := s.backend.ContainerCreate(r.Context(), engine.CreateRequest{

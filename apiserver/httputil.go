@@ -40,6 +40,17 @@ func writeJSONBody(w io.Writer, v any) error {
 // refuses other content types, malformed JSON, trailing data and bodies over
 // maxJSONBody; all those errors are InvalidArgument (400).
 func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	return decodeJSONBody(w, r, v, false)
+}
+
+// decodeRequiredJSON is decodeJSON for a request that cannot do without
+// its body (container create): as in dockerd, an empty body is the
+// decoder's "invalid JSON: EOF".
+func decodeRequiredJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	return decodeJSONBody(w, r, v, true)
+}
+
+func decodeJSONBody(w http.ResponseWriter, r *http.Request, v any, required bool) error {
 	ct := r.Header.Get("Content-Type")
 	empty := r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0
 	if ct != "" || !empty {
@@ -47,18 +58,22 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 			return err
 		}
 	}
-	if empty {
+	if empty && !required {
 		return nil
 	}
-	body := http.MaxBytesReader(w, r.Body, maxJSONBody)
-	defer body.Close()
+	body := io.Reader(http.NoBody)
+	if r.Body != nil {
+		b := http.MaxBytesReader(w, r.Body, maxJSONBody)
+		defer b.Close()
+		body = b
+	}
 	dec := json.NewDecoder(body)
 	if err := dec.Decode(v); err != nil {
 		var tooBig *http.MaxBytesError
 		switch {
 		case errors.As(err, &tooBig):
 			return fmt.Errorf("request body larger than %d bytes: %w", tooBig.Limit, errdefs.ErrInvalidArgument)
-		case errors.Is(err, io.EOF):
+		case errors.Is(err, io.EOF) && !required:
 			return errdefs.ErrInvalidArgument.WithMessage("invalid JSON: got EOF while reading request body")
 		default:
 			return errdefs.ErrInvalidArgument.WithMessage("invalid JSON: " + err.Error())
