@@ -58,6 +58,9 @@ func (s *Server) containerCreate(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) containerStart(w http.ResponseWriter, r *http.Request) error {
+	if err := startCheckpoint(r); err != nil {
+		return err
+	}
 	if err := s.backend.ContainerStart(r.Context(), r.PathValue("id")); err != nil {
 		return err
 	}

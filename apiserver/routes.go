@@ -67,6 +67,9 @@ func (s *Server) routes() []route {
 		{http.MethodPost, "/containers/{id}/unpause", s.containerUnpause},
 		{http.MethodDelete, "/containers/{id}", s.containerRemove},
 		{http.MethodDelete, "/containers/{parent}/{alias}", s.linkRemove},
+		{http.MethodGet, "/containers/{id}/checkpoints", checkpointsUnsupported},
+		{http.MethodPost, "/containers/{id}/checkpoints", checkpointsUnsupported},
+		{http.MethodDelete, "/containers/{id}/checkpoints/{checkpoint}", checkpointsUnsupported},
 
 		// commit, diff, export
 		{http.MethodPost, "/commit", s.commit},
