@@ -33,3 +33,17 @@ func (s *Server) buildkitForward(w http.ResponseWriter, r *http.Request) error {
 	}
 	return s.buildkit.Forward(w, r)
 }
+
+// session is POST /session: the client's end of a BuildKit session,
+// which only an upgrade to h2c opens. Other requests are refused with
+// the words of BuildKit's session manager, as dockerd answers them (400).
+func (s *Server) session(w http.ResponseWriter, r *http.Request) error {
+	switch proto := r.Header.Get("Upgrade"); proto {
+	case "h2c":
+		return s.buildkitForward(w, r)
+	case "":
+		return errdefs.ErrInvalidArgument.WithMessage("no upgrade proto in request")
+	default:
+		return errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("protocol %s not supported", proto))
+	}
+}

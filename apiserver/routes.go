@@ -93,7 +93,7 @@ func (s *Server) routes() []route {
 		{http.MethodPost, "/build", s.imageBuild},
 		{http.MethodPost, "/build/prune", s.buildPrune},
 		{http.MethodPost, "/grpc", s.buildkitForward},
-		{http.MethodPost, "/session", s.buildkitForward},
+		{http.MethodPost, "/session", s.session},
 
 		// volumes
 		{http.MethodPost, "/volumes/create", s.volumeCreate},
