@@ -227,23 +227,22 @@ func validateHostConfig(hc *containertypes.HostConfig) error {
 	if hc.AutoRemove && hc.RestartPolicy.Name != "" && !hc.RestartPolicy.IsNone() {
 		return errdefs.ErrInvalidArgument.WithMessage("can't create 'AutoRemove' container with restart policy")
 	}
+	if !hc.UTSMode.Valid() {
+		return errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid UTS mode: %s", hc.UTSMode))
+	}
+	// An OCI annotation needs a key; Docker refuses the empty one at create.
+	if _, ok := hc.Annotations[""]; ok {
+		return errdefs.ErrInvalidArgument.WithMessage("invalid Annotations: the empty string is not permitted as an annotation key")
+	}
 	return nil
 }
 
-// checkRestartPolicy checks a restart policy as Docker does.
+// checkRestartPolicy checks a restart policy with the API's own rules and
+// words, as Docker does ("invalid restart policy: unknown policy 'x'; use
+// one of …"); an empty name takes any retry count, for the clients of
+// Docker before 25.0 that sent one. Its errors are InvalidParameter.
 func checkRestartPolicy(rp containertypes.RestartPolicy) error {
-	switch rp.Name {
-	case "", "no", "always", "unless-stopped", "on-failure":
-	default:
-		return errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid restart policy '%s'", rp.Name))
-	}
-	if rp.MaximumRetryCount < 0 {
-		return errdefs.ErrInvalidArgument.WithMessage("maximum retry count cannot be negative")
-	}
-	if rp.MaximumRetryCount > 0 && rp.Name != "on-failure" {
-		return errdefs.ErrInvalidArgument.WithMessage("invalid restart policy: maximum retry count can only be used with 'on-failure'")
-	}
-	return nil
+	return containertypes.ValidateRestartPolicy(rp)
 }
 
 // ContainerInspect answers GET /containers/{id}/json.

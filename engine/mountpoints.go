@@ -176,6 +176,11 @@ func (e *Engine) volumesFrom(ctx context.Context, raw string) ([]containertypes.
 		}
 	}
 	src, err := e.containers.Get(ctx, ref)
+	if errdefs.IsNotFound(err) {
+		// The request names it: a bad argument, not a missing resource
+		// of the request's own path, as Docker answers.
+		return nil, errdefs.ErrInvalidArgument.WithMessage(err.Error())
+	}
 	if err != nil {
 		return nil, err
 	}
