@@ -50,6 +50,7 @@ func (s *Server) containerCreate(w http.ResponseWriter, r *http.Request) error {
 		Config:           req.Config,
 		HostConfig:       req.HostConfig,
 		NetworkingConfig: req.NetworkingConfig,
+		Platform:         r.URL.Query().Get("platform"),
 	})
 	if err != nil {
 		return err

@@ -29,6 +29,9 @@ type CreateRequest struct {
 	// NetworkingConfig holds the endpoint settings (aliases, addresses)
 	// for the networks the container is created on.
 	NetworkingConfig *network.NetworkingConfig
+	// Platform ("os[/arch[/variant]]"), when given, is the platform the
+	// image must be for.
+	Platform string
 }
 
 // ContainerCreate records a new container with its writable layer. It
@@ -67,6 +70,9 @@ func (e *Engine) ContainerCreate(ctx context.Context, req CreateRequest) (contai
 	}
 	imageID, img, err := e.images.ContainerImage(ctx, req.Config.Image)
 	if err != nil {
+		return containertypes.CreateResponse{}, err
+	}
+	if err := checkImagePlatform(req.Config.Image, img, req.Platform); err != nil {
 		return containertypes.CreateResponse{}, err
 	}
 	var imgCfg *dockerspec.DockerOCIImageConfig
