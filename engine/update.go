@@ -42,13 +42,13 @@ func (e *Engine) ContainerUpdate(ctx context.Context, ref string, u containertyp
 		}
 		if u.RestartPolicy.Name != "" {
 			if r.HostConfig.AutoRemove && !u.RestartPolicy.IsNone() {
-				return errdefs.ErrInvalidArgument.WithMessage("Restart policy cannot be updated because AutoRemove is enabled for the container")
+				return cannotUpdate(c.ID, "Restart policy cannot be updated because AutoRemove is enabled for the container")
 			}
 			r.HostConfig.RestartPolicy = u.RestartPolicy
 		}
 		res := &r.HostConfig.Resources
 		if u.Memory > 0 && u.MemorySwap == 0 && res.MemorySwap > 0 && u.Memory > res.MemorySwap {
-			return errdefs.ErrInvalidArgument.WithMessage("Memory limit should be smaller than already set memoryswap limit, update the memoryswap at the same time")
+			return cannotUpdate(c.ID, "Memory limit should be smaller than already set memoryswap limit, update the memoryswap at the same time")
 		}
 		mergeResources(res, u.Resources)
 		hc = *r.HostConfig
@@ -63,6 +63,12 @@ func (e *Engine) ContainerUpdate(ctx context.Context, ref string, u containertyp
 		w = []string{}
 	}
 	return containertypes.UpdateResponse{Warnings: w}, nil
+}
+
+// cannotUpdate is an update that conflicts with what the container
+// already has: Docker's Conflict (409), with its words.
+func cannotUpdate(id, why string) error {
+	return errdefs.ErrConflict.WithMessage(fmt.Sprintf("Cannot update container %s: %s", id, why))
 }
 
 // minMemory is Docker's smallest memory limit.
