@@ -166,6 +166,13 @@ func (c *Container) labels() map[string]string {
 	return c.Config.Labels
 }
 
+func (c *Container) annotations() map[string]string {
+	if c.HostConfig == nil {
+		return nil
+	}
+	return c.HostConfig.Annotations
+}
+
 // ports lists c's exposed and published ports as docker ps shows them, in
 // a stable order (dockerd's follows map iteration).
 func (c *Container) ports() []containertypes.PortSummary {

@@ -78,7 +78,7 @@ func (f Filters) values(key string) []string {
 // listKeys are the keys docker ps accepts; isolation means nothing on Linux
 // and is accepted and ignored, as dockerd does.
 var listKeys = map[string]bool{
-	"ancestor": true, "before": true, "exited": true, "expose": true,
+	"ancestor": true, "annotation": true, "before": true, "exited": true, "expose": true,
 	"health": true, "id": true, "is-task": true, "isolation": true,
 	"label": true, "name": true, "network": true, "publish": true,
 	"since": true, "status": true, "volume": true,
@@ -110,21 +110,22 @@ func patterns(values []string) []pattern {
 
 // listFilter is Filters checked and compiled for List.
 type listFilter struct {
-	ids       []string
-	names     []pattern
-	labels    []string
-	statuses  map[Status]bool
-	exited    []int
-	health    map[string]bool
-	isTask    *bool
-	ancestor  bool
-	volumes   map[string]bool
-	networks  []string
-	publish   []network.PortRange
-	expose    []network.PortRange
-	before    *string // nil when not filtered
-	since     *string
-	anyStatus bool // a status filter lists stopped containers too
+	ids         []string
+	names       []pattern
+	labels      []string
+	annotations []string
+	statuses    map[Status]bool
+	exited      []int
+	health      map[string]bool
+	isTask      *bool
+	ancestor    bool
+	volumes     map[string]bool
+	networks    []string
+	publish     []network.PortRange
+	expose      []network.PortRange
+	before      *string // nil when not filtered
+	since       *string
+	anyStatus   bool // a status filter lists stopped containers too
 }
 
 // compile checks f's keys and values with Docker's messages.
@@ -138,6 +139,7 @@ func compile(f Filters) (*listFilter, error) {
 	lf.ids = f.values("id")
 	lf.names = patterns(f.values("name"))
 	lf.labels = f.values("label")
+	lf.annotations = f.values("annotation")
 	for _, v := range f.values("exited") {
 		code, err := strconv.Atoi(v)
 		if err != nil {
@@ -231,6 +233,11 @@ func (lf *listFilter) match(c *Container, ancestors map[string]bool) bool {
 		return false
 	}
 	if len(lf.labels) > 0 && !MatchLabels(lf.labels, c.labels()) {
+		return false
+	}
+	// As Docker's: "key" or "key=value" of HostConfig.Annotations, every
+	// one given.
+	if len(lf.annotations) > 0 && !MatchLabels(lf.annotations, c.annotations()) {
 		return false
 	}
 	if len(lf.exited) > 0 && !lf.matchExited(c.State) {

@@ -13,7 +13,7 @@ import (
 
 // listFixture creates, oldest first: created1 (created), web-1 (running,
 // with a volume, a network and a published port), web-2 (exited 0), db
-// (exited 137), paused (another image), gone (dead, exit 2), removing
+// (exited 137, annotated), paused (another image), gone (dead, exit 2), removing
 // (exited 0, being removed).
 func listFixture(t *testing.T) (*Store, map[string]*Container) {
 	s, _ := newStore(t)
@@ -35,7 +35,10 @@ func listFixture(t *testing.T) (*Store, map[string]*Container) {
 		return setRunning(c)
 	})
 	add("web-2", map[string]string{"app": "web"}, setExited(0))
-	add("db", map[string]string{"app": "db"}, setExited(137))
+	add("db", map[string]string{"app": "db"}, func(c *Container) error {
+		c.HostConfig.Annotations = map[string]string{"com.example.key": "value", "app": "x"}
+		return setExited(137)(c)
+	})
 	add("paused", nil, func(c *Container) error {
 		c.ImageID = "sha256:2222"
 		if err := setRunning(c); err != nil {
@@ -88,6 +91,11 @@ func TestList(t *testing.T) {
 		{"labels all match", ListOptions{All: true, Filters: f("label", "app=web", "label", "tier=front")}, []string{"web-1"}},
 		{"label running only", ListOptions{Filters: f("label", "tier")}, []string{"web-1"}},
 		{"label no match", ListOptions{All: true, Filters: f("label", "app=none")}, []string{}},
+		{"annotation key", ListOptions{All: true, Filters: f("annotation", "com.example.key")}, []string{"db"}},
+		{"annotation value", ListOptions{All: true, Filters: f("annotation", "com.example.key=value")}, []string{"db"}},
+		{"annotation other value", ListOptions{All: true, Filters: f("annotation", "com.example.key=other")}, []string{}},
+		{"annotations all match", ListOptions{All: true, Filters: f("annotation", "com.example.key", "annotation", "app=y")}, []string{}},
+		{"annotation is no label", ListOptions{All: true, Filters: f("annotation", "tier")}, []string{}},
 		{"name is a regexp", ListOptions{All: true, Filters: f("name", "web")}, []string{"web-2", "web-1"}},
 		{"name anchored", ListOptions{All: true, Filters: f("name", "^/web-1$")}, []string{"web-1"}},
 		{"name with slash", ListOptions{All: true, Filters: f("name", "/db")}, []string{"db"}},
