@@ -188,15 +188,16 @@ func (e *Engine) openContainerFS(ctx context.Context, ref string) (*container.Co
 	return c, root, func() { root.Close(); unmount() }, nil
 }
 
-// containerPath makes p absolute and clean, keeping a trailing "/" or "/."
-// (they ask for the directory a final symlink leads to, as in Docker).
+// containerPath makes p absolute and clean, keeping what asks for the
+// directory a final symlink leads to, as Docker does: a last element "."
+// (".", "/.", "./", "dir/./") gives "/." or "dir/." (the directory's
+// content, archived as "./…"), a trailing "/" gives "dir/".
 func containerPath(p string) string {
 	clean := path.Join("/", p)
 	switch {
-	case clean == "/":
-	case strings.HasSuffix(p, "/.") || p == ".":
-		clean += "/."
-	case strings.HasSuffix(p, "/"):
+	case p != "" && path.Base(p) == ".":
+		clean = strings.TrimSuffix(clean, "/") + "/."
+	case clean != "/" && strings.HasSuffix(p, "/"):
 		clean += "/"
 	}
 	return clean
@@ -210,12 +211,16 @@ func statName(abs string) string {
 	return path.Base(abs)
 }
 
-// fileError words a lookup failure as Docker does.
+// fileError words a lookup failure as Docker does. A file named as a
+// directory ("/etc/passwd/", "/etc/passwd/x") is not a missing file: as
+// in Docker, it is its lstat's "not a directory", unclassed (500).
 func fileError(err error, p, ref string) error {
 	var errno syscall.Errno
 	switch {
-	case errors.Is(err, fs.ErrNotExist), errors.As(err, &errno) && errno == syscall.ENOTDIR:
+	case errors.Is(err, fs.ErrNotExist):
 		return errdefs.ErrNotFound.WithMessage(fmt.Sprintf("Could not find the file %s in container %s", p, ref))
+	case errors.As(err, &errno) && errno == syscall.ENOTDIR:
+		return &fs.PathError{Op: "lstat", Path: containerPath(p), Err: syscall.ENOTDIR}
 	case errors.As(err, &errno) && errno == syscall.ELOOP:
 		return errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("%s in container %s: too many levels of symbolic links", p, ref))
 	}

@@ -89,6 +89,7 @@ func TestStatAndArchiveStayInRoot(t *testing.T) {
 	tests := []struct {
 		path     string
 		notFound bool
+		notDir   bool     // a file named as a directory
 		names    []string // entries expected in the archive
 		content  string   // of the first name
 		link     string   // the stat's LinkTarget
@@ -102,7 +103,8 @@ func TestStatAndArchiveStayInRoot(t *testing.T) {
 		{path: "/up/secret", notFound: true},
 		{path: "/abs/secret", notFound: true},
 		{path: "/up/", notFound: true},
-		{path: "/etc/passwd/", notFound: true},
+		{path: "/etc/passwd/", notDir: true},
+		{path: "/etc/passwd/x", notDir: true},
 		// A final symlink is archived as a link, never followed.
 		{path: "/outfile", names: []string{"outfile"}},
 		{path: "/shadow", names: []string{"shadow"}, link: "/etc/shadow"},
@@ -111,11 +113,19 @@ func TestStatAndArchiveStayInRoot(t *testing.T) {
 		// Trailing "/" and "/." follow it, inside the rootfs.
 		{path: "/escape/", names: []string{"escape/", "escape/passwd"}},
 		{path: "/escape/.", names: []string{"./", "./passwd"}},
+		{path: "escape/./", names: []string{"./", "./passwd"}},
 		{path: "/nope", notFound: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.path, func(t *testing.T) {
 			hdrs, data, err := archive(t, r, containerPath(tc.path))
+			if tc.notDir {
+				err := fileError(err, tc.path, "c")
+				if err == nil || err.Error() != "lstat "+tc.path+": not a directory" || errdefs.IsNotFound(err) {
+					t.Fatalf("err = %v, want Docker's unclassed lstat error", err)
+				}
+				return
+			}
 			if tc.notFound {
 				if err := fileError(err, tc.path, "c"); !errdefs.IsNotFound(err) {
 					t.Fatalf("err = %v, want not found", err)

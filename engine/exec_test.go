@@ -108,8 +108,11 @@ func TestEscapeReader(t *testing.T) {
 
 func TestContainerPath(t *testing.T) {
 	for in, want := range map[string]string{
-		"/": "/", "": "/", ".": "/", "/.": "/", "etc": "/etc", "/etc/": "/etc/", "/etc/.": "/etc/.",
-		"/a/../b": "/b", "../../x": "/x", "/a//b/": "/a/b/", "a/./": "/a/",
+		"/": "/", "": "/", "etc": "/etc", "/etc/": "/etc/", "/etc/.": "/etc/.",
+		"/a/../b": "/b", "../../x": "/x", "/a//b/": "/a/b/",
+		// A last element "." asks for the directory's content, as in
+		// Docker, whatever surrounds it.
+		".": "/.", "/.": "/.", "./": "/.", "/./": "/.", "a/./": "/a/.", "a/.//": "/a/.",
 	} {
 		if got := containerPath(in); got != want {
 			t.Errorf("containerPath(%q) = %q, want %q", in, got, want)
