@@ -33,6 +33,9 @@ const (
 	defaultProbeRetries  = 3
 	// maxProbeOutput is how much of a probe's output is kept.
 	maxProbeOutput = 4096
+	// probeKillGrace bounds the wait for the output of a probe killed
+	// at its timeout.
+	probeKillGrace = 2 * time.Second
 	// maxHealthLog is how many results are kept.
 	maxHealthLog = 5
 )
@@ -200,15 +203,47 @@ func (e *Engine) probe(ctx context.Context, c *container.Container, hc *containe
 		return res
 	}
 	var out limitedBuffer
-	pctx, cancel := context.WithTimeout(ctx, hc.Timeout)
+	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	err = e.ExecStart(pctx, id, ExecStartRequest{}, nil, &out, &out)
-	switch {
-	case pctx.Err() == context.DeadlineExceeded:
+	done := make(chan error, 1)
+	go func() { done <- e.ExecStart(runCtx, id, ExecStartRequest{}, nil, &out, &out) }()
+	// As in Docker, the timeout runs from the process's start: the time
+	// the shim takes to start it is not the probe's.
+	finished, timedOut := false, false
+	select {
+	case <-e.execStarted(id):
+	case err = <-done:
+		finished = true
+	}
+	if !finished {
+		timer := time.NewTimer(hc.Timeout)
+		select {
+		case err = <-done:
+		case <-timer.C:
+			timedOut = true
+		}
+		timer.Stop()
+	}
+	if timedOut {
 		e.killProbe(id)
+		// What the probe wrote before its kill is reported with the
+		// timeout, as Docker does: its streams end once it is gone,
+		// unless a child it left holds them.
+		grace := time.NewTimer(probeKillGrace)
+		select {
+		case <-done:
+		case <-grace.C:
+			cancel()
+			<-done
+		}
+		grace.Stop()
 		res.Output = fmt.Sprintf("Health check exceeded timeout (%v)", hc.Timeout)
+		if o := out.String(); o != "" {
+			res.Output += ": " + o
+		}
 		return res
-	case err != nil:
+	}
+	if err != nil {
 		res.Output = err.Error()
 		return res
 	}
@@ -222,6 +257,19 @@ func (e *Engine) probe(ctx context.Context, c *container.Container, hc *containe
 		res.ExitCode, res.Output = *insp.ExitCode, out.String()
 	}
 	return res
+}
+
+// execStarted is closed once exec id's start attempt is over (its
+// process runs, or it failed to start).
+func (e *Engine) execStarted(id string) <-chan struct{} {
+	e.execs.mu.Lock()
+	defer e.execs.mu.Unlock()
+	if r := e.execs.m[id]; r != nil {
+		return r.started
+	}
+	closed := make(chan struct{})
+	close(closed)
+	return closed
 }
 
 // killProbe kills a probe that outlived its timeout, as Docker does, so
