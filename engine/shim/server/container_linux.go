@@ -129,11 +129,18 @@ func (s *server) start() error {
 	// Stamped before the release: a quick command can exit (and be
 	// reaped) at once, and its end must not come before its start.
 	started := time.Now().UTC()
+	initExe, exeErr := exeOf(s.pid)
 	if err := s.releaseInit(); err != nil {
 		return wire.NewStartError(err.Error())
 	}
+	if exeErr == nil {
+		s.awaitExec(initExe)
+	} else {
+		s.log.warn("the container's init cannot be watched for its exec", "err", exeErr.Error())
+	}
 	s.status = wire.StatusRunning
 	s.startedAt = started
+	s.execAt = time.Now()
 	s.log.debug("started")
 	return nil
 }
@@ -232,6 +239,7 @@ func (s *server) kill(sig int) error {
 		return wire.Wrap("container "+s.cfg.ID+" is not running", errdefs.ErrConflict)
 	default:
 	}
+	s.awaitHandler(unix.Signal(sig))
 	if err := unix.PidfdSendSignal(s.pidfd, unix.Signal(sig), nil, 0); err != nil && err != unix.ESRCH {
 		return wire.Wrap("signal "+itoa(sig)+" to the container", err)
 	}

@@ -12,8 +12,8 @@
 // hands the bundle to a warm shim. The shim has hutch-runtime create the
 // container, whose init waits on libcontainer's exec fifo and becomes the
 // shim's child when hutch-runtime exits; it opens the socket and reports
-// the pid on fd 3. The client's Start op opens the fifo and the command
-// runs. When the init is reaped the shim waits for the output to drain into
+// the pid on fd 3. The client's Start op opens the fifo and returns once
+// the init has exec'd the command (signal_linux.go tells why). When the init is reaped the shim waits for the output to drain into
 // the log and to attached clients, removes the container, writes the exit
 // file, answers waiters, and exits.
 package server

@@ -141,9 +141,11 @@ type server struct {
 	mu        sync.Mutex
 	status    wire.Status
 	startedAt time.Time
-	exit      *wire.ExitStatus
-	exited    chan struct{} // closed once exit is set and the exit file written
-	execs     map[string]*execProc
+	// execAt is when the init had exec'd the container's command.
+	execAt time.Time
+	exit   *wire.ExitStatus
+	exited chan struct{} // closed once exit is set and the exit file written
+	execs  map[string]*execProc
 	// forgetArmed: a timer will drop the records of ended execs.
 	forgetArmed bool
 	settler     settler

@@ -1,0 +1,124 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	containertypes "github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+)
+
+// waitExit waits for container id's next exit and returns its code.
+func waitExit(t *testing.T, c *client.Client, id string) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	w := c.ContainerWait(ctx, id, client.ContainerWaitOptions{Condition: containertypes.WaitConditionNotRunning})
+	select {
+	case res := <-w.Result:
+		return res.StatusCode
+	case err := <-w.Error:
+		t.Fatalf("wait for %s: %v", id, err)
+	}
+	return 0
+}
+
+// TestKillRightAfterStart sends SIGTERM as soon as the start returns, as
+// Docker's own kill tests do: top as pid 1 dies of it only if it has its
+// handler by then, so the start must return once the container's command
+// runs, not while the init that execs it could still drop the signal.
+func TestKillRightAfterStart(t *testing.T) {
+	d, ref := pulled(t)
+	c := d.Client(t)
+	ctx := context.Background()
+	for i := range 20 {
+		created, err := c.ContainerCreate(ctx, client.ContainerCreateOptions{Config: &containertypes.Config{Image: ref, Cmd: []string{"top"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.ContainerKill(ctx, created.ID, client.ContainerKillOptions{Signal: "SIGTERM"}); err != nil {
+			t.Fatal(err)
+		}
+		if code := waitExit(t, c, created.ID); code != 143 {
+			t.Fatalf("run %d: exit code %d after SIGTERM, want 143", i, code)
+		}
+	}
+}
+
+// TestKillRightAfterStartRestartPolicy kills containers with restart
+// policy always as soon as they start: a kill with the container's stop
+// signal ends it for good, another signal leaves the policy to restart it,
+// as Docker does.
+func TestKillRightAfterStartRestartPolicy(t *testing.T) {
+	d, ref := pulled(t)
+	c := d.Client(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		stopSignal string
+		restarted  bool
+	}{{"TERM", false}, {"CONT", true}} {
+		created, err := c.ContainerCreate(ctx, client.ContainerCreateOptions{
+			Config:     &containertypes.Config{Image: ref, Cmd: []string{"top"}, StopSignal: tc.stopSignal},
+			HostConfig: &containertypes.HostConfig{RestartPolicy: containertypes.RestartPolicy{Name: containertypes.RestartPolicyAlways}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.ContainerKill(ctx, created.ID, client.ContainerKillOptions{Signal: "TERM"}); err != nil {
+			t.Fatal(err)
+		}
+		if code := waitExit(t, c, created.ID); code != 143 {
+			t.Fatalf("stop signal %s: exit code %d after SIGTERM, want 143", tc.stopSignal, code)
+		}
+		// The policy restarts the container or leaves it exited; either
+		// shows in its restart count.
+		if tc.restarted {
+			waitRunning(t, c, created.ID)
+			insp, err := c.ContainerInspect(ctx, created.ID, client.ContainerInspectOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if insp.Container.RestartCount != 1 {
+				t.Errorf("stop signal %s: restart count %d, want 1", tc.stopSignal, insp.Container.RestartCount)
+			}
+			timeout := 0
+			if _, err := c.ContainerStop(ctx, created.ID, client.ContainerStopOptions{Timeout: &timeout}); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		insp, err := c.ContainerInspect(ctx, created.ID, client.ContainerInspectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := insp.Container.State; st.Status != containertypes.StateExited || insp.Container.RestartCount != 0 {
+			t.Errorf("stop signal %s: state %s, restart count %d; want exited, 0", tc.stopSignal, st.Status, insp.Container.RestartCount)
+		}
+	}
+}
+
+// waitRunning waits until container id runs.
+func waitRunning(t *testing.T, c *client.Client, id string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		insp, err := c.ContainerInspect(context.Background(), id, client.ContainerInspectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if insp.Container.State.Running && !insp.Container.State.Restarting {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("container %s did not run again", id)
+}
