@@ -25,8 +25,11 @@ type StopRequest struct {
 }
 
 // ContainerStop sends the stop signal, then SIGKILL after the timeout. A
-// stopped container is errdefs.ErrNotModified (304).
+// stopped container is errdefs.ErrNotModified (304). A client that goes
+// away does not end the stop: as on Docker, the container is stopped all
+// the same (the client's cancel would leave it signalled but never killed).
 func (e *Engine) ContainerStop(ctx context.Context, ref string, req StopRequest) error {
+	ctx = context.WithoutCancel(ctx)
 	c, err := e.containers.Get(ctx, ref)
 	if err != nil {
 		return err
@@ -130,7 +133,10 @@ func signalMissed(err error) bool {
 }
 
 // ContainerKill sends a signal (default SIGKILL) to a running container.
+// As on Docker, it goes on if its client goes away: a SIGKILL is followed
+// through to the recorded exit.
 func (e *Engine) ContainerKill(ctx context.Context, ref, signal string) error {
+	ctx = context.WithoutCancel(ctx)
 	c, err := e.containers.Get(ctx, ref)
 	if err != nil {
 		return err
@@ -171,8 +177,11 @@ func (e *Engine) ContainerKill(ctx context.Context, ref, signal string) error {
 	return e.killAndWait(ctx, c.ID)
 }
 
-// ContainerRestart stops (if running) and starts a container.
+// ContainerRestart stops (if running) and starts a container. The restart
+// is one step: as on Docker, a client that goes away during the stop does
+// not leave the container stopped, it is started all the same.
 func (e *Engine) ContainerRestart(ctx context.Context, ref string, req StopRequest) error {
+	ctx = context.WithoutCancel(ctx)
 	c, err := e.containers.Get(ctx, ref)
 	if err != nil {
 		return err

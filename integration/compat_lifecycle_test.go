@@ -4,8 +4,11 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
+
+	eventtypes "github.com/moby/moby/api/types/events"
 
 	containertypes "github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
@@ -121,4 +124,93 @@ func waitRunning(t *testing.T, c *client.Client, id string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("container %s did not run again", id)
+}
+
+// trapTERM is a command that says "received TERM" at a SIGTERM and goes
+// on, so that only SIGKILL ends it.
+var trapTERM = []string{"sh", "-c", "trap 'echo received TERM' TERM; echo ready; while true; do usleep 10000; done"}
+
+// startTrapping runs trapTERM and waits until it has its trap.
+func startTrapping(t *testing.T, d *daemon, ref string) string {
+	t.Helper()
+	c := d.Client(t)
+	created, err := c.ContainerCreate(context.Background(), client.ContainerCreateOptions{Config: &containertypes.Config{Image: ref, Cmd: trapTERM}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ContainerStart(context.Background(), created.ID, client.ContainerStartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitLogs(t, d, created.ID, "ready", 1)
+	return created.ID
+}
+
+// TestStopGoesOnWhenItsClientGoesAway cancels a stop once the container
+// has its stop signal: the daemon still kills it at the end of the
+// timeout, as Docker does.
+func TestStopGoesOnWhenItsClientGoesAway(t *testing.T) {
+	d, ref := pulled(t)
+	c := d.Client(t)
+	id := startTrapping(t, d, ref)
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan error, 1)
+	go func() {
+		timeout := 3
+		_, err := c.ContainerStop(ctx, id, client.ContainerStopOptions{Timeout: &timeout})
+		stopped <- err
+	}()
+	waitLogs(t, d, id, "received TERM", 1)
+	cancel()
+	if err := <-stopped; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled stop: %v", err)
+	}
+	if code := waitExit(t, c, id); code != 137 {
+		t.Errorf("exit code %d, want 137 (SIGKILL at the end of the timeout)", code)
+	}
+}
+
+// TestRestartGoesOnWhenItsClientGoesAway cancels a restart during its
+// stop: the container is killed and started again, and the restart event
+// says so, as on Docker.
+func TestRestartGoesOnWhenItsClientGoesAway(t *testing.T) {
+	d, ref := pulled(t)
+	c := d.Client(t)
+	id := startTrapping(t, d, ref)
+	evctx, evcancel := context.WithCancel(context.Background())
+	defer evcancel()
+	ev := c.Events(evctx, client.EventsListOptions{Filters: make(client.Filters).Add("container", id).Add("event", string(eventtypes.ActionRestart))})
+	ctx, cancel := context.WithCancel(context.Background())
+	restarted := make(chan error, 1)
+	go func() {
+		timeout := 1
+		_, err := c.ContainerRestart(ctx, id, client.ContainerRestartOptions{Timeout: &timeout})
+		restarted <- err
+	}()
+	waitLogs(t, d, id, "received TERM", 1)
+	cancel()
+	if err := <-restarted; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled restart: %v", err)
+	}
+	select {
+	case m := <-ev.Messages:
+		if m.Action != eventtypes.ActionRestart || m.Actor.ID != id {
+			t.Errorf("event %+v", m)
+		}
+	case err := <-ev.Err:
+		t.Fatal(err)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no restart event\n--- daemon log ---\n%s", d.Log())
+	}
+	insp, err := c.ContainerInspect(context.Background(), id, client.ContainerInspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !insp.Container.State.Running {
+		t.Errorf("state after the restart: %+v", insp.Container.State)
+	}
+	// The new run has its own trap, and says ready again.
+	waitLogs(t, d, id, "ready", 2)
+	if _, err := c.ContainerRemove(context.Background(), id, client.ContainerRemoveOptions{Force: true}); err != nil {
+		t.Fatal(err)
+	}
 }
