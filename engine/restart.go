@@ -40,6 +40,9 @@ type restarts struct {
 type stopMark struct {
 	manual     bool // stopped by the user: unless-stopped does not restart
 	exitOnNext bool // no restart at all (a stop; SIGKILL or the stop signal)
+	// restart: the stop of the user's restart, whose start follows; an
+	// AutoRemove container is not removed at that exit, as on Docker.
+	restart bool
 }
 
 const (
@@ -99,7 +102,18 @@ func (r *restarts) nextDelay(id string, ran time.Duration) time.Duration {
 func (r *restarts) markStopped(id string, manual, exitOnNext bool) {
 	r.mu.Lock()
 	m := r.manual[id]
-	r.manual[id] = stopMark{manual: m.manual || manual, exitOnNext: m.exitOnNext || exitOnNext}
+	m.manual = m.manual || manual
+	m.exitOnNext = m.exitOnNext || exitOnNext
+	r.manual[id] = m
+	r.mu.Unlock()
+}
+
+// markRestart records that the stop of id that follows is a restart's.
+func (r *restarts) markRestart(id string) {
+	r.mu.Lock()
+	m := r.manual[id]
+	m.restart = true
+	r.manual[id] = m
 	r.mu.Unlock()
 }
 

@@ -81,3 +81,18 @@ func TestRestartDelay(t *testing.T) {
 		t.Errorf("after forget: %v, want 100ms", d)
 	}
 }
+
+// The marks of a run add up: a restart's stop marks exitOnNext on top of
+// the restart, which must outlive it.
+func TestStopMarksAddUp(t *testing.T) {
+	r := newRestarts()
+	r.markRestart("c")
+	r.markStopped("c", false, true)
+	r.markStopped("c", true, false)
+	if m := r.takeStopped("c"); m != (stopMark{manual: true, exitOnNext: true, restart: true}) {
+		t.Errorf("marks %+v", m)
+	}
+	if m := r.takeStopped("c"); m != (stopMark{}) {
+		t.Errorf("marks after take %+v", m)
+	}
+}

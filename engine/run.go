@@ -429,10 +429,10 @@ func (e *Engine) monitor(id string, client *shim.Client) {
 	sb := sandboxID(c.NetworkSettings)
 	e.releaseNetwork(ctx, id, sb)
 	// One write records the exit, the network released, and for --rm the
-	// removal that follows.
-	autoRemove := c.HostConfig != nil && c.HostConfig.AutoRemove
-	removing := false
+	// removal that follows, unless a restart's start follows instead.
 	stopped := e.restarts.takeStopped(id)
+	autoRemove := c.HostConfig != nil && c.HostConfig.AutoRemove && !stopped.restart
+	removing := false
 	restart := false
 	if err := e.containers.Update(ctx, id, func(r *container.Container) error {
 		restart = !autoRemove && !r.State.Removing && !e.closing.Load() && !stopped.exitOnNext && r.HostConfig != nil &&

@@ -196,6 +196,7 @@ func (e *Engine) ContainerRestart(ctx context.Context, ref string, req StopReque
 		c.State.Status = container.StatusExited
 	}
 	if c.State.Running() {
+		e.restarts.markRestart(c.ID)
 		if err := e.stop(ctx, c, req); err != nil {
 			return err
 		}

@@ -214,3 +214,57 @@ func TestRestartGoesOnWhenItsClientGoesAway(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRestartAutoRemove restarts --rm containers, as docker restart does:
+// the restart's stop does not remove them, the stop or kill that follows
+// does, as on Docker.
+func TestRestartAutoRemove(t *testing.T) {
+	d, ref := pulled(t)
+	c := d.Client(t)
+	ctx := context.Background()
+	noWait := 0
+	for _, end := range []string{"kill", "stop"} {
+		created, err := c.ContainerCreate(ctx, client.ContainerCreateOptions{
+			Config:     &containertypes.Config{Image: ref, Cmd: []string{"top"}},
+			HostConfig: &containertypes.HostConfig{AutoRemove: true},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := created.ID
+		if _, err := c.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			if _, err := c.ContainerRestart(ctx, id, client.ContainerRestartOptions{Timeout: &noWait}); err != nil {
+				t.Fatalf("restart: %v\n--- daemon log ---\n%s", err, d.Log())
+			}
+			insp, err := c.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+			if err != nil {
+				t.Fatalf("inspect after the restart: %v", err)
+			}
+			if st := insp.Container.State; !st.Running || st.Status != containertypes.StateRunning {
+				t.Fatalf("state after the restart: %+v", st)
+			}
+		}
+		wait := c.ContainerWait(ctx, id, client.ContainerWaitOptions{Condition: containertypes.WaitConditionRemoved})
+		if end == "kill" {
+			_, err = c.ContainerKill(ctx, id, client.ContainerKillOptions{})
+		} else {
+			_, err = c.ContainerStop(ctx, id, client.ContainerStopOptions{Timeout: &noWait})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-wait.Result:
+		case err := <-wait.Error:
+			t.Fatalf("%s: wait for the removal: %v", end, err)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s: not removed", end)
+		}
+		if _, err := c.ContainerInspect(ctx, id, client.ContainerInspectOptions{}); err == nil {
+			t.Errorf("%s: the container is still there", end)
+		}
+	}
+}
