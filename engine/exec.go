@@ -296,6 +296,7 @@ func (e *Engine) ExecStart(ctx context.Context, id string, req ExecStartRequest,
 	case err != nil && ctx.Err() != nil:
 		// Detached (or the caller went away): the process goes on, and
 		// ExecInspect asks the shim how it ends.
+		e.watchExec(c, r, client)
 		return nil
 	case errors.Is(err, shim.ErrNoShim):
 		// The container ended under it, and the process with it.
@@ -307,8 +308,35 @@ func (e *Engine) ExecStart(ctx context.Context, id string, req ExecStartRequest,
 		r.end(exit.ExitCode)
 		e.execs.mu.Unlock()
 		e.containerEvent(c, eventtypes.ActionExecDie, map[string]string{"execID": id, "exitCode": strconv.Itoa(exit.ExitCode)})
+	default:
+		e.watchExec(c, r, client)
 	}
 	return nil
+}
+
+// watchExec waits in the background for the end of an exec whose output
+// no client follows (detached, or its client went away), records its exit
+// code and sends exec_die: Docker sends it at the end of every exec. An
+// exec that ends with its container was killed with it.
+func (e *Engine) watchExec(c *container.Container, r *execRecord, client *shim.Client) {
+	e.monitors.Add(1)
+	go func() {
+		defer e.monitors.Done()
+		code := lostExecCode
+		st, err := client.WaitExec(context.Background(), r.id)
+		switch {
+		case err == nil:
+			code = st.ExitCode
+		case !errors.Is(err, shim.ErrNoShim):
+			e.log.Warn("waiting for the end of an exec", "container", c.ID, "exec", r.id, "err", err)
+			return
+		}
+		e.execs.mu.Lock()
+		r.end(code)
+		code = *r.exitCode // an inspect may have recorded it first
+		e.execs.mu.Unlock()
+		e.containerEvent(c, eventtypes.ActionExecDie, map[string]string{"execID": r.id, "exitCode": strconv.Itoa(code)})
+	}()
 }
 
 // execAction is Docker's exec_create and exec_start action: the command

@@ -5,6 +5,9 @@ package integration
 import (
 	"context"
 	"errors"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -265,6 +268,63 @@ func TestRestartAutoRemove(t *testing.T) {
 		}
 		if _, err := c.ContainerInspect(ctx, id, client.ContainerInspectOptions{}); err == nil {
 			t.Errorf("%s: the container is still there", end)
+		}
+	}
+}
+
+// TestDetachedExecEvents starts execs detached, as Docker's
+// TestEventsExecDie does: each is announced by exec_create and
+// exec_start, and its end by exec_die with its exit code.
+func TestDetachedExecEvents(t *testing.T) {
+	d, ref := pulled(t)
+	c := d.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	created, err := c.ContainerCreate(ctx, client.ContainerCreateOptions{Config: &containertypes.Config{Image: ref, Cmd: []string{"top"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := created.ID
+	if _, err := c.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ev := c.Events(ctx, client.EventsListOptions{Filters: make(client.Filters).Add("container", id)})
+	for _, code := range []string{"0", "3"} {
+		ex, err := c.ExecCreate(ctx, id, client.ExecCreateOptions{Cmd: []string{"sh", "-c", "exit " + code}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.ExecStart(ctx, ex.ID, client.ExecStartOptions{Detach: true}); err != nil {
+			t.Fatal(err)
+		}
+		var seen []string
+		for done := false; !done; {
+			select {
+			case m := <-ev.Messages:
+				if m.Actor.Attributes["execID"] != ex.ID {
+					continue
+				}
+				action, _, _ := strings.Cut(string(m.Action), ":")
+				seen = append(seen, action)
+				if m.Action == eventtypes.ActionExecDie {
+					if got := m.Actor.Attributes["exitCode"]; got != code {
+						t.Errorf("exec_die exitCode %q, want %q", got, code)
+					}
+					done = true
+				}
+			case err := <-ev.Err:
+				t.Fatalf("events: %v (seen %v)", err, seen)
+			}
+		}
+		if want := []string{"exec_create", "exec_start", "exec_die"}; !slices.Equal(seen, want) {
+			t.Errorf("exec events %v, want %v", seen, want)
+		}
+		insp, err := c.ExecInspect(ctx, ex.ID, client.ExecInspectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if insp.Running || strconv.Itoa(insp.ExitCode) != code {
+			t.Errorf("exec inspect: running %v, exit code %d; want %s", insp.Running, insp.ExitCode, code)
 		}
 	}
 }

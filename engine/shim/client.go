@@ -352,6 +352,20 @@ func (c *Client) Exec(ctx context.Context, opts ExecOptions) (wire.ExitStatus, e
 	return exit, nil
 }
 
+// WaitExec returns once exec process execID has ended, with its state
+// (errdefs.ErrNotFound for an unknown id; ErrNoShim when the shim went
+// away first).
+func (c *Client) WaitExec(ctx context.Context, execID string) (wire.ExecState, error) {
+	resp, err := c.call(ctx, &wire.Request{Op: wire.OpWait, ExecID: execID})
+	if err != nil {
+		return wire.ExecState{}, err
+	}
+	if resp.Exec == nil {
+		return wire.ExecState{}, errors.New("shim protocol: exec state missing")
+	}
+	return *resp.Exec, nil
+}
+
 // ExecState reports an exec process (errdefs.ErrNotFound for an unknown id).
 func (c *Client) ExecState(ctx context.Context, execID string) (wire.ExecState, error) {
 	resp, err := c.call(ctx, &wire.Request{Op: wire.OpExecState, ExecID: execID})

@@ -494,17 +494,19 @@ func TestExec(t *testing.T) {
 		if _, err := c.Exec(ctx, shim.ExecOptions{ID: "bg", Process: proc("sh", "-c", "exit 4"), Detach: true}); err != nil {
 			t.Fatal(err)
 		}
-		var st wire.ExecState
-		if err := waitFor(ctx, func() bool {
-			st, err = c.ExecState(ctx, "bg")
-			return err == nil && !st.Running
-		}); err != nil || st.ExitCode != 4 {
+		if st, err := c.WaitExec(ctx, "bg"); err != nil || st.Running || st.ExitCode != 4 {
+			t.Errorf("wait for the detached exec: %+v %v", st, err)
+		}
+		if st, err := c.ExecState(ctx, "bg"); err != nil || st.Running || st.ExitCode != 4 {
 			t.Errorf("detached exec state %+v %v", st, err)
 		}
 	})
 	t.Run("unknown id", func(t *testing.T) {
 		if _, err := c.ExecState(ctx, "nope"); !errdefs.IsNotFound(err) {
 			t.Errorf("exec state of unknown id: %v", err)
+		}
+		if _, err := c.WaitExec(ctx, "nope"); !errdefs.IsNotFound(err) {
+			t.Errorf("wait for an unknown exec: %v", err)
 		}
 	})
 	t.Run("duplicate id", func(t *testing.T) {

@@ -55,6 +55,17 @@ func (s *server) execState(id string) (wire.ExecState, error) {
 	return st, nil
 }
 
+// waitExec returns the state of exec id once it has ended: the engine
+// learns so the end of a detached exec (Docker's exec_die event).
+func (s *server) waitExec(id string) (wire.ExecState, error) {
+	e, err := s.lookupExec(id)
+	if err != nil {
+		return wire.ExecState{}, err
+	}
+	<-e.done
+	return s.execState(id)
+}
+
 // exec starts req.Process and, unless detached, streams it on conn until
 // it has exited, ending with a StreamExit frame.
 func (s *server) exec(conn *os.File, br *bufio.Reader, req wire.Request) {

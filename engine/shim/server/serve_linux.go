@@ -68,6 +68,15 @@ func (s *server) handle(conn *os.File) {
 		}
 		reply(&wire.Response{})
 	case wire.OpWait:
+		if req.ExecID != "" {
+			st, err := s.waitExec(req.ExecID)
+			if err != nil {
+				fail(err)
+				return
+			}
+			reply(&wire.Response{Exec: &st})
+			return
+		}
 		<-s.exited
 		st := s.state()
 		reply(&wire.Response{Exit: st.Exit})

@@ -60,7 +60,8 @@ type Request struct {
 	Stdin  bool   `json:"stdin,omitempty"`
 	Stdout bool   `json:"stdout,omitempty"`
 	Stderr bool   `json:"stderr,omitempty"`
-	// ExecID names an exec process (exec, exec-state, resize of an exec).
+	// ExecID names an exec process (exec, exec-state, resize of an exec,
+	// and wait: for that exec's end instead of the container's).
 	ExecID string `json:"execId,omitempty"`
 	// Process is the exec's OCI process (specs.Process) as JSON: the shim
 	// hands it to hutch-runtime undecoded, and needs only Tty of it.
