@@ -5,6 +5,8 @@ package integration
 import (
 	"context"
 	"errors"
+	"io"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -325,6 +327,55 @@ func TestDetachedExecEvents(t *testing.T) {
 		}
 		if insp.Running || strconv.Itoa(insp.ExitCode) != code {
 			t.Errorf("exec inspect: running %v, exit code %d; want %s", insp.Running, insp.ExitCode, code)
+		}
+	}
+}
+
+// TestFailedExecExitCode runs execs whose command cannot run, as Docker's
+// test of the same name does: one not found ends with 127, one that is no
+// executable (a directory, a file without x) with 126, in the exec's
+// inspect and as docker exec's exit code.
+func TestFailedExecExitCode(t *testing.T) {
+	d, ref := pulled(t)
+	c := d.Client(t)
+	ctx := context.Background()
+	created, err := c.ContainerCreate(ctx, client.ContainerCreateOptions{Name: "failexec", Config: &containertypes.Config{Image: ref, Cmd: []string{"top"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		cmd  string
+		code int
+	}{{"nonexistent", 127}, {"/etc", 126}, {"/etc/passwd", 126}} {
+		ex, err := c.ExecCreate(ctx, created.ID, client.ExecCreateOptions{Cmd: []string{tc.cmd}, AttachStdout: true, AttachStderr: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		att, err := c.ExecAttach(ctx, ex.ID, client.ExecAttachOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := io.ReadAll(att.Reader)
+		att.Close()
+		insp, err := c.ExecInspect(ctx, ex.ID, client.ExecInspectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if insp.ExitCode != tc.code {
+			t.Errorf("exec %s: exit code %d, want %d (output %q)", tc.cmd, insp.ExitCode, tc.code, out)
+		}
+		out2, err := d.Docker(t, "exec", "failexec", tc.cmd)
+		var xe *exec.ExitError
+		if !errors.As(err, &xe) || xe.ExitCode() != tc.code {
+			t.Errorf("docker exec %s: %v, want exit code %d\n%s", tc.cmd, err, tc.code, out2)
+		}
+		// A container's command is classed the same way.
+		out2, err = d.Docker(t, "run", "--rm", ref, tc.cmd)
+		if !errors.As(err, &xe) || xe.ExitCode() != tc.code {
+			t.Errorf("docker run %s: %v, want exit code %d\n%s", tc.cmd, err, tc.code, out2)
 		}
 	}
 }

@@ -108,19 +108,27 @@ func (e *StartError) Unwrap() error {
 }
 
 // NewStartError classes a libcontainer start error message the way Docker
-// does (daemon/start.go): by looking for the errno text in it.
+// does (daemon/errors.go), by looking for the errno text in it, in
+// Docker's order: a command that cannot be invoked is 126, a directory
+// too (Go's exec says "is a directory" there, where Docker adds
+// "permission denied" for the CLI, which looks for it); a bind mount of
+// a file on a directory and a command not found are 127; anything else
+// is 128.
 func NewStartError(msg string) *StartError {
 	l := strings.ToLower(msg)
 	code := 128
 	switch {
-	case strings.Contains(l, "executable file not found"),
-		strings.Contains(l, "no such file or directory"),
-		strings.Contains(l, "system cannot find the file specified"):
-		code = 127
 	case strings.Contains(l, "permission denied"):
+		code = 126
+	case strings.Contains(l, "is a directory"):
+		msg += ": permission denied"
 		code = 126
 	case strings.Contains(l, "not a directory"):
 		msg += ": Are you trying to mount a directory onto a file (or vice-versa)? Check if the specified host path exists and is the expected type"
+		code = 127
+	case strings.Contains(l, "executable file not found"),
+		strings.Contains(l, "no such file or directory"),
+		strings.Contains(l, "system cannot find the file specified"):
 		code = 127
 	}
 	return &StartError{Msg: msg, ExitCode: code}

@@ -16,6 +16,8 @@ func TestNewStartError(t *testing.T) {
 		{`unable to start container process: error during container init: exec: "nosuch": executable file not found in $PATH`, 127, errdefs.ErrInvalidArgument},
 		{`exec: "/bin/nosuch": stat /bin/nosuch: no such file or directory`, 127, errdefs.ErrInvalidArgument},
 		{`exec: "/etc/passwd": permission denied`, 126, errdefs.ErrInvalidArgument},
+		{`unable to start container process: exec: "/etc": is a directory`, 126, errdefs.ErrInvalidArgument},
+		{`exec: "/x": stat /x: no such file or directory: permission denied`, 126, errdefs.ErrInvalidArgument},
 		{`mount /a to /b: not a directory`, 127, errdefs.ErrInvalidArgument},
 		{`could not join or create cgroup`, 128, errdefs.ErrUnknown},
 	}
