@@ -67,31 +67,50 @@ func (e *Engine) ContainerAttach(ctx context.Context, ref string, req AttachRequ
 		return nil
 	}
 	e.containerEvent(c, eventtypes.ActionAttach, nil)
-	a, err := e.attachLive(ctx, c.ID, opts, attached)
+	a, recorded, err := e.attachLive(ctx, c.ID, opts, attached)
 	if err != nil || a == nil {
 		return err
 	}
 	select {
 	case <-a.Done():
-		return a.Wait()
 	case <-ctx.Done():
 		a.Close()
 		return nil
 	}
+	// The output ended with the run. As on Docker, whose attach ends as
+	// its exit is being handled under the container's lock, the client
+	// that sees the end finds the exit recorded and the network released
+	// (an inspect for the exit code, a network rm that follows). A process
+	// that closed its output and runs on is not waited for past
+	// exitRecordWait.
+	t := time.NewTimer(exitRecordWait)
+	defer t.Stop()
+	select {
+	case <-recorded:
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	return a.Wait()
 }
 
+// exitRecordWait bounds an attach's wait for the exit of the run whose
+// output ended: the shim records the exit within outputGrace and the
+// removal of the container after that.
+const exitRecordWait = 5 * time.Second
+
 // attachLive attaches to the running shim, or registers to be attached
-// when the container starts.
-func (e *Engine) attachLive(ctx context.Context, id string, opts shim.AttachOptions, attached func()) (*shim.Attachment, error) {
+// when the container starts. recorded is the run's runs.recorded.
+func (e *Engine) attachLive(ctx context.Context, id string, opts shim.AttachOptions, attached func()) (a *shim.Attachment, recorded <-chan struct{}, err error) {
 	e.runs.mu.Lock()
 	if client := e.runs.shims[id]; client != nil {
+		recorded = e.runs.recorded[id]
 		e.runs.mu.Unlock()
 		a, err := client.Attach(ctx, opts)
 		if err == nil {
 			e.runs.addAttached(id, a)
 			attached()
 		}
-		return a, err
+		return a, recorded, err
 	}
 	p := &pendingAttach{opts: opts, done: make(chan attachResult, 1)}
 	e.runs.pending[id] = append(e.runs.pending[id], p)
@@ -99,7 +118,7 @@ func (e *Engine) attachLive(ctx context.Context, id string, opts shim.AttachOpti
 	attached()
 	select {
 	case r := <-p.done:
-		return r.a, r.err
+		return r.a, r.recorded, r.err
 	case <-ctx.Done():
 		e.runs.mu.Lock()
 		list := e.runs.pending[id]
@@ -118,7 +137,7 @@ func (e *Engine) attachLive(ctx context.Context, id string, opts shim.AttachOpti
 			}
 		default:
 		}
-		return nil, nil
+		return nil, nil, nil
 	}
 }
 

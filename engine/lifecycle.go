@@ -46,7 +46,7 @@ func (e *Engine) reconcile(ctx context.Context) error {
 	for id, client := range adopt {
 		e.adoptJoin(ctx, id)
 		e.adoptMounts(ctx, id)
-		e.runs.shims[id] = client
+		e.runs.addShim(id, client)
 		e.monitors.Add(1)
 		go e.monitor(id, client)
 	}

@@ -39,6 +39,9 @@ type runs struct {
 	// attached are the live attachments to a container's output: its
 	// exit is recorded once they have passed on all of it.
 	attached map[string][]*shim.Attachment
+	// recorded has, for each run, a channel closed once its exit is
+	// recorded and its network released (the run's monitor).
+	recorded map[string]chan struct{}
 }
 
 type pendingAttach struct {
@@ -51,10 +54,12 @@ type pendingAttach struct {
 type attachResult struct {
 	a   *shim.Attachment
 	err error
+	// recorded is the run's runs.recorded channel.
+	recorded <-chan struct{}
 }
 
 func newRuns() *runs {
-	return &runs{shims: map[string]*shim.Client{}, pending: map[string][]*pendingAttach{}, starting: map[string]chan struct{}{}, removing: map[string]int{}, held: map[string]func(){}, attached: map[string][]*shim.Attachment{}}
+	return &runs{shims: map[string]*shim.Client{}, pending: map[string][]*pendingAttach{}, starting: map[string]chan struct{}{}, removing: map[string]int{}, held: map[string]func(){}, attached: map[string][]*shim.Attachment{}, recorded: map[string]chan struct{}{}}
 }
 
 // releaseHeld lets go of the mounts container id's run holds (runs.held),
@@ -66,6 +71,23 @@ func (e *Engine) releaseHeld(id string) {
 	e.runs.mu.Unlock()
 	if release != nil {
 		release()
+	}
+}
+
+// addShim makes client the shim of id's run; the caller holds r.mu.
+func (r *runs) addShim(id string, client *shim.Client) {
+	r.shims[id] = client
+	r.recorded[id] = make(chan struct{})
+}
+
+// endRecorded closes the recorded channel of id's run, if it is still
+// the one given.
+func (r *runs) endRecorded(id string, ch chan struct{}) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if ch != nil && r.recorded[id] == ch {
+		delete(r.recorded, id)
+		close(ch)
 	}
 }
 
@@ -194,7 +216,8 @@ func (e *Engine) start(ctx context.Context, c *container.Container, byPolicy boo
 		return err
 	}
 	e.runs.mu.Lock()
-	e.runs.shims[c.ID] = client
+	e.runs.addShim(c.ID, client)
+	recorded := e.runs.recorded[c.ID]
 	pending := e.runs.pending[c.ID]
 	delete(e.runs.pending, c.ID)
 	e.runs.mu.Unlock()
@@ -203,7 +226,7 @@ func (e *Engine) start(ctx context.Context, c *container.Container, byPolicy boo
 		if err == nil {
 			e.runs.addAttached(c.ID, a)
 		}
-		p.done <- attachResult{a: a, err: err}
+		p.done <- attachResult{a: a, err: err, recorded: recorded}
 	}
 	endRun := e.phase("start/run", c.ID)
 	err = client.Start(ctx)
@@ -213,6 +236,7 @@ func (e *Engine) start(ctx context.Context, c *container.Container, byPolicy boo
 		client.Kill(context.WithoutCancel(ctx), syscall.SIGKILL)
 		e.detachNetwork(context.WithoutCancel(ctx), c.ID, "")
 		e.releaseHeld(c.ID)
+		e.runs.endRecorded(c.ID, recorded)
 		return err
 	}
 	startedAt := time.Now().UTC()
@@ -233,6 +257,7 @@ func (e *Engine) start(ctx context.Context, c *container.Container, byPolicy boo
 		client.Kill(context.WithoutCancel(ctx), syscall.SIGKILL)
 		e.detachNetwork(context.WithoutCancel(ctx), c.ID, "")
 		e.releaseHeld(c.ID)
+		e.runs.endRecorded(c.ID, recorded)
 		return err
 	}
 	e.runEvents(c, true)
@@ -402,6 +427,11 @@ func (e *Engine) startShim(ctx context.Context, c *container.Container) (*shim.C
 func (e *Engine) monitor(id string, client *shim.Client) {
 	defer e.monitors.Done()
 	ctx := context.Background()
+	e.runs.mu.Lock()
+	recorded := e.runs.recorded[id]
+	e.runs.mu.Unlock()
+	// Also on the paths that give up: an attacher's wait must end.
+	defer e.runs.endRecorded(id, recorded)
 	st, err := client.Wait(ctx)
 	exit := container.ExitInfo{Code: st.ExitCode, FinishedAt: st.FinishedAt, OOMKilled: st.OOMKilled, Error: st.Error}
 	lost := err != nil
@@ -457,6 +487,7 @@ func (e *Engine) monitor(id string, client *shim.Client) {
 	}
 	e.containerEvent(c, eventtypes.ActionDie, map[string]string{"exitCode": strconv.Itoa(exit.Code)})
 	e.runEvents(c, false)
+	e.runs.endRecorded(id, recorded)
 	// docker run --rm waits for the removal, whose rootfs is unmounted
 	// with its reuse or deletion: no separate unmount on its path.
 	if !autoRemove {

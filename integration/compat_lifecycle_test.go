@@ -379,3 +379,48 @@ func TestFailedExecExitCode(t *testing.T) {
 		}
 	}
 }
+
+// TestAttachEndsWithTheRecordedExit reads a container's output through
+// an attach until it ends, as Docker's RunAttach helper does, then reads
+// the exit code from inspect and removes the container's network: on
+// Docker the run's end is recorded and its endpoint released by then.
+func TestAttachEndsWithTheRecordedExit(t *testing.T) {
+	d, ref := pulled(t)
+	c := d.Client(t)
+	ctx := context.Background()
+	for i := range 5 {
+		name := "attachnet" + strconv.Itoa(i)
+		if _, err := c.NetworkCreate(ctx, name, client.NetworkCreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		created, err := c.ContainerCreate(ctx, client.ContainerCreateOptions{
+			Config:     &containertypes.Config{Image: ref, Cmd: []string{"sh", "-c", "echo hi; exit 3"}, AttachStdout: true, AttachStderr: true},
+			HostConfig: &containertypes.HostConfig{NetworkMode: containertypes.NetworkMode(name)},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		att, err := c.ContainerAttach(ctx, created.ID, client.ContainerAttachOptions{Stream: true, Stdout: true, Stderr: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		out, _ := io.ReadAll(att.Reader)
+		att.Close()
+		if !strings.Contains(string(out), "hi") {
+			t.Errorf("run %d: output %q", i, out)
+		}
+		insp, err := c.ContainerInspect(ctx, created.ID, client.ContainerInspectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := insp.Container.State; st.Status != containertypes.StateExited || st.ExitCode != 3 {
+			t.Errorf("run %d: state %s, exit code %d once the output ended; want exited, 3", i, st.Status, st.ExitCode)
+		}
+		if _, err := c.NetworkRemove(ctx, name, client.NetworkRemoveOptions{}); err != nil {
+			t.Errorf("run %d: %v", i, err)
+		}
+	}
+}
