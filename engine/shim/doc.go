@@ -26,7 +26,8 @@
 //   - kill/stop: Client.Kill with the signal; exit code 128+N for death by
 //     signal N.
 //   - exec: Client.Exec with an OCI process (the engine keeps exec records;
-//     the shim keeps the process, its stdio and its exit code).
+//     the shim keeps the process, its stdio and its exit code); the end of
+//     an exec that no stream follows (detached) through Client.WaitExec.
 //   - after kill -9 of a shim (Connect says ErrNoShim and wire.ReadExit finds
 //     nothing): Delete kills and removes the orphaned container.
 //
