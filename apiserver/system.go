@@ -37,9 +37,17 @@ func (s *Server) version(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	// The served range is the API server's to state, not the engine's.
+	// The served range and experimental mode (Docker-Experimental) are the
+	// API server's to state, not the engine's.
 	v.APIVersion = MaxAPIVersion
 	v.MinAPIVersion = MinAPIVersion
+	v.Experimental = s.experimental == "true"
+	for _, c := range v.Components {
+		if c.Name == "Engine" && c.Details != nil {
+			c.Details["ApiVersion"], c.Details["MinAPIVersion"] = v.APIVersion, v.MinAPIVersion
+			c.Details["Experimental"] = s.experimental
+		}
+	}
 	if composeV1(r) {
 		v.APIVersion = composeV1APIVersion
 	}
@@ -66,5 +74,6 @@ func (s *Server) info(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	info.ExperimentalBuild = s.experimental == "true"
 	return writeJSON(w, http.StatusOK, info)
 }

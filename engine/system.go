@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"time"
 
 	"github.com/hutch-engine/hutch/engine/container"
 	"github.com/hutch-engine/hutch/version"
@@ -27,6 +28,7 @@ func (e *Engine) Info(ctx context.Context) (*system.Info, error) {
 	info := &system.Info{
 		ID:                 e.id,
 		Name:               host,
+		SystemTime:         time.Now().Format(time.RFC3339Nano),
 		OSType:             "linux",
 		Architecture:       machineArch(),
 		KernelVersion:      kernelVersion(),
@@ -74,7 +76,9 @@ func (e *Engine) Info(ctx context.Context) (*system.Info, error) {
 	return info, nil
 }
 
-// Version answers GET /version.
+// Version answers GET /version. The engine component's Details carry the
+// keys Docker sends: clients read Experimental from them (the Go SDK's
+// users parse it with strconv.ParseBool), the API server sets it.
 func (e *Engine) Version(ctx context.Context) (*system.VersionResponse, error) {
 	details := map[string]string{
 		"ApiVersion":    e.opts.APIVersion,
@@ -83,7 +87,11 @@ func (e *Engine) Version(ctx context.Context) (*system.VersionResponse, error) {
 		"GoVersion":     runtime.Version(),
 		"Os":            runtime.GOOS,
 		"Arch":          runtime.GOARCH,
+		"BuildTime":     version.BuildTime(),
 		"KernelVersion": kernelVersion(),
+		"Module":        version.Module,
+		"ModuleVersion": version.Version,
+		"Experimental":  "false",
 	}
 	return &system.VersionResponse{
 		Platform:      system.PlatformInfo{Name: "hutch " + version.Version},
@@ -95,6 +103,7 @@ func (e *Engine) Version(ctx context.Context) (*system.VersionResponse, error) {
 		GitCommit:     version.GitCommit(),
 		GoVersion:     runtime.Version(),
 		KernelVersion: kernelVersion(),
+		BuildTime:     version.BuildTime(),
 		Components:    []system.ComponentVersion{{Name: "Engine", Version: version.Version, Details: details}},
 	}, nil
 }

@@ -25,3 +25,19 @@ func GitCommit() string {
 	}
 	return "unknown"
 }
+
+// BuildTime is when the commit the binary was built from was made, as the
+// Go toolchain recorded it (RFC 3339), or "" when it recorded none.
+func BuildTime() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.time" {
+				return s.Value
+			}
+		}
+	}
+	return ""
+}
+
+// Module is hutch's Go module, which /version names as Docker names its own.
+const Module = "github.com/hutch-engine/hutch"
