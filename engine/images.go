@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	eventtypes "github.com/moby/moby/api/types/events"
+	"path"
 	"slices"
 	"sort"
 	"strings"
@@ -187,16 +188,9 @@ func matchingRefs(refs []string, f container.Filters) (tags, digests []string, e
 			continue
 		}
 		if patterns := sortedValues(f, "reference"); len(patterns) > 0 {
-			found := false
-			for _, p := range patterns {
-				ok, merr := reference.FamiliarMatch(p, named)
-				if merr != nil {
-					return nil, nil, errdefs.ErrInvalidArgument.WithMessage("invalid reference filter " + p + ": " + merr.Error())
-				}
-				if ok {
-					found = true
-					break
-				}
+			found, merr := matchReference(patterns, named)
+			if merr != nil {
+				return nil, nil, merr
 			}
 			if !found {
 				continue
@@ -209,6 +203,32 @@ func matchingRefs(refs []string, f container.Filters) (tags, digests []string, e
 		}
 	}
 	return tags, digests, nil
+}
+
+// matchReference reports whether a "reference" filter's patterns match
+// named. As Docker does, a pattern (a path.Match glob) may match the
+// familiar or the canonical form, with or without the tag: "busybox",
+// "busybox:*", "docker.io/library/busybox" and
+// "docker.io/library/busybox:latest" all match busybox:latest.
+func matchReference(patterns []string, named reference.Named) (bool, error) {
+	targets := []string{
+		reference.FamiliarString(named),
+		reference.FamiliarName(named),
+		reference.TagNameOnly(named).String(),
+		named.Name(),
+	}
+	for _, p := range patterns {
+		for _, target := range targets {
+			ok, err := path.Match(p, target)
+			if err != nil {
+				return false, errdefs.ErrInvalidArgument.WithMessage("invalid reference filter " + p + ": " + err.Error())
+			}
+			if ok {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }
 
 // childrenOf returns the IDs of images another image was committed from.
