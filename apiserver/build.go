@@ -63,8 +63,12 @@ func buildRequest(r *http.Request) (engine.BuildRequest, error) {
 	case queryBool(r, "squash"):
 		return req, errdefs.ErrInvalidArgument.WithMessage("squash is only supported with experimental mode")
 	}
-	if p := q.Get("platform"); p != "" && !strings.HasPrefix(p, "linux") {
-		return req, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("platform %q is not supported: this daemon builds for linux", p))
+	platform, err := specifierPlatform(r)
+	if err != nil {
+		return req, err
+	}
+	if platform != nil && platform.OS != "linux" {
+		return req, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("platform %q is not supported: this daemon builds for linux", q.Get("platform")))
 	}
 	for _, t := range q["t"] {
 		named, err := reference.ParseNormalizedNamed(t)

@@ -81,3 +81,14 @@ func errorMessage(err error) string {
 func notFound(w http.ResponseWriter, _ *http.Request) {
 	httpError(w, errdefs.ErrNotFound.WithMessage("page not found"))
 }
+
+// invalidVerbatim is a bad parameter whose message Docker sends exactly as
+// its parser wrote it, a trailing ": invalid argument" included (errors of
+// containerd's platforms package, which classes them with its own
+// sentinel). It is classed by its InvalidParameter method, which errdefs
+// reads as Docker's own error types, so errorMessage leaves its text alone.
+type invalidVerbatim struct{ err error }
+
+func (e invalidVerbatim) Error() string     { return e.err.Error() }
+func (e invalidVerbatim) Unwrap() error     { return e.err }
+func (e invalidVerbatim) InvalidParameter() {}

@@ -9,6 +9,7 @@ import (
 	"github.com/moby/moby/api/types/image"
 	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/moby/moby/api/types/registry"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
 // The image half of noContainers: every image call is ErrNotImplemented
@@ -20,10 +21,10 @@ func (noContainers) ImagePull(context.Context, engine.PullRequest, func(jsonstre
 func (noContainers) ImageList(context.Context, engine.ImageListRequest) ([]image.Summary, error) {
 	return nil, errNoContainers
 }
-func (noContainers) ImageInspect(context.Context, string) (engine.ImageDetail, error) {
+func (noContainers) ImageInspect(context.Context, string, *ocispec.Platform) (engine.ImageDetail, error) {
 	return engine.ImageDetail{}, errNoContainers
 }
-func (noContainers) ImageHistory(context.Context, string) ([]image.HistoryResponseItem, error) {
+func (noContainers) ImageHistory(context.Context, string, *ocispec.Platform) ([]image.HistoryResponseItem, error) {
 	return nil, errNoContainers
 }
 func (noContainers) ImageTag(context.Context, string, string, string) error { return errNoContainers }
@@ -36,10 +37,12 @@ func (noContainers) ImagePrune(context.Context, string) (image.PruneReport, erro
 func (noContainers) ImageImport(context.Context, engine.ImportRequest, io.Reader, func(jsonstream.Message)) error {
 	return errNoContainers
 }
-func (noContainers) ImageLoad(context.Context, io.Reader, bool, func(jsonstream.Message)) error {
+func (noContainers) ImageLoad(context.Context, io.Reader, bool, *ocispec.Platform, func(jsonstream.Message)) error {
 	return errNoContainers
 }
-func (noContainers) ImageSave(context.Context, []string, io.Writer) error { return errNoContainers }
+func (noContainers) ImageSave(context.Context, []string, *ocispec.Platform, io.Writer) error {
+	return errNoContainers
+}
 func (noContainers) RegistryLogin(context.Context, registry.AuthConfig) (registry.AuthResponse, error) {
 	return registry.AuthResponse{}, errNoContainers
 }

@@ -12,22 +12,36 @@ import (
 // new image's ID.
 func (s *Server) imageImport(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
+	platform, err := specifierPlatform(r)
+	if err != nil {
+		return err
+	}
 	stream := newJSONStream(w)
-	err := s.backend.ImageImport(r.Context(), engine.ImportRequest{
+	err = s.backend.ImageImport(r.Context(), engine.ImportRequest{
 		Source:   q.Get("fromSrc"),
 		Repo:     q.Get("repo"),
 		Tag:      q.Get("tag"),
 		Message:  q.Get("message"),
 		Changes:  q["changes"],
-		Platform: q.Get("platform"),
+		Platform: formatPlatform(platform),
 	}, r.Body, stream.send)
 	return stream.finish(err)
 }
 
 // imageLoad is POST /images/load (docker load). Docker's default is quiet.
+// Only a bad parameter is an HTTP error: whatever goes wrong with the
+// archive is answered 200 with the error in the stream, as Docker answers
+// it, in quiet mode too.
 func (s *Server) imageLoad(w http.ResponseWriter, r *http.Request) error {
+	platform, err := singlePlatform(r)
+	if err != nil {
+		return err
+	}
 	stream := newJSONStream(w)
-	err := s.backend.ImageLoad(r.Context(), r.Body, queryBoolDefault(r, "quiet", true), stream.send)
+	err = s.backend.ImageLoad(r.Context(), r.Body, queryBoolDefault(r, "quiet", true), platform, stream.send)
+	if err != nil {
+		stream.begin()
+	}
 	return stream.finish(err)
 }
 
@@ -42,8 +56,12 @@ func (s *Server) imageSaveMany(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) imageSave(w http.ResponseWriter, r *http.Request, names []string) error {
+	platform, err := singlePlatform(r)
+	if err != nil {
+		return err
+	}
 	tw := &lazyWriter{w: w, contentType: "application/x-tar"}
-	err := s.backend.ImageSave(r.Context(), names, tw)
+	err = s.backend.ImageSave(r.Context(), names, platform, tw)
 	if err != nil && tw.started {
 		// A truncated tar must not look complete: drop the connection.
 		s.log.ErrorContext(r.Context(), "docker save failed mid-stream", "names", names, "err", err)

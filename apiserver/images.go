@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/moby/moby/api/types/image"
 	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/moby/moby/api/types/registry"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
 // ImageBackend is the image half of the engine.
@@ -22,16 +24,18 @@ type ImageBackend interface {
 	// before the first message are the caller's to answer as HTTP errors.
 	ImagePush(ctx context.Context, req engine.PushRequest, progress func(jsonstream.Message)) error
 	ImageList(ctx context.Context, req engine.ImageListRequest) ([]image.Summary, error)
-	ImageInspect(ctx context.Context, ref string) (engine.ImageDetail, error)
-	ImageHistory(ctx context.Context, ref string) ([]image.HistoryResponseItem, error)
+	// ImageInspect and ImageHistory find ref; platform, when set, is the
+	// platform it must be of.
+	ImageInspect(ctx context.Context, ref string, platform *ocispec.Platform) (engine.ImageDetail, error)
+	ImageHistory(ctx context.Context, ref string, platform *ocispec.Platform) ([]image.HistoryResponseItem, error)
 	ImageTag(ctx context.Context, ref, repo, tag string) error
 	ImageRemove(ctx context.Context, ref string, req engine.ImageRemoveRequest) ([]image.DeleteResponse, error)
 	ImagePrune(ctx context.Context, filters string) (image.PruneReport, error)
 	ImageImport(ctx context.Context, req engine.ImportRequest, rootfs io.Reader, progress func(jsonstream.Message)) error
-	ImageLoad(ctx context.Context, archive io.Reader, quiet bool, progress func(jsonstream.Message)) error
+	ImageLoad(ctx context.Context, archive io.Reader, quiet bool, platform *ocispec.Platform, progress func(jsonstream.Message)) error
 	// ImageSave writes the archive to w; nothing is written before every
 	// name is resolved.
-	ImageSave(ctx context.Context, names []string, w io.Writer) error
+	ImageSave(ctx context.Context, names []string, platform *ocispec.Platform, w io.Writer) error
 	RegistryLogin(ctx context.Context, auth registry.AuthConfig) (registry.AuthResponse, error)
 	// DistributionInspect asks name's registry for its manifest's
 	// descriptor and platforms.
@@ -107,11 +111,15 @@ func (s *Server) imagesCreate(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	platform, err := specifierPlatform(r)
+	if err != nil {
+		return err
+	}
 	stream := newJSONStream(w)
 	err = s.backend.ImagePull(r.Context(), engine.PullRequest{
 		FromImage: q.Get("fromImage"),
 		Tag:       q.Get("tag"),
-		Platform:  q.Get("platform"),
+		Platform:  formatPlatform(platform),
 		Auth:      auth,
 	}, stream.send)
 	return stream.finish(err)
@@ -128,6 +136,11 @@ type summaryV143 struct {
 // Docker does.
 func (s *Server) imageList(w http.ResponseWriter, r *http.Request) error {
 	v := APIVersion(r.Context())
+	// The store keeps no manifests, so there are none to list; identity
+	// still needs them asked for, as in Docker.
+	if !versionLess(v, "1.54") && queryBool(r, "identity") && !queryBool(r, "manifests") {
+		return invalidVerbatim{errors.New("conflicting options: identity requires manifests=1")}
+	}
 	imgs, err := s.backend.ImageList(r.Context(), engine.ImageListRequest{
 		All:        queryBool(r, "all"),
 		Filters:    r.URL.Query().Get("filters"),
@@ -161,11 +174,18 @@ func (s *Server) imageList(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) imageInspect(w http.ResponseWriter, r *http.Request, name string) error {
-	resp, err := s.backend.ImageInspect(r.Context(), name)
+	v := APIVersion(r.Context())
+	platform, err := queryJSONPlatform(r, "platform", "1.49")
 	if err != nil {
 		return err
 	}
-	v := APIVersion(r.Context())
+	if platform != nil && !versionLess(v, "1.48") && queryBool(r, "manifests") {
+		return invalidVerbatim{errors.New("conflicting options: manifests and platform options cannot both be set")}
+	}
+	resp, err := s.backend.ImageInspect(r.Context(), name, platform)
+	if err != nil {
+		return err
+	}
 	if !versionLess(v, "1.45") {
 		return writeJSON(w, http.StatusOK, resp)
 	}
@@ -191,7 +211,11 @@ type legacyImageInspect struct {
 }
 
 func (s *Server) imageHistory(w http.ResponseWriter, r *http.Request, name string) error {
-	h, err := s.backend.ImageHistory(r.Context(), name)
+	platform, err := queryJSONPlatform(r, "platform", "1.48")
+	if err != nil {
+		return err
+	}
+	h, err := s.backend.ImageHistory(r.Context(), name, platform)
 	if err != nil {
 		return err
 	}
@@ -217,19 +241,29 @@ func (s *Server) imagePush(w http.ResponseWriter, r *http.Request, name string) 
 	if err != nil {
 		return err
 	}
+	platform, err := queryJSONPlatform(r, "platform", "1.46")
+	if err != nil {
+		return err
+	}
 	stream := newJSONStream(w)
 	err = s.backend.ImagePush(r.Context(), engine.PushRequest{
-		Name: name,
-		Tag:  r.URL.Query().Get("tag"),
-		Auth: auth,
+		Name:     name,
+		Tag:      r.URL.Query().Get("tag"),
+		Auth:     auth,
+		Platform: platform,
 	}, stream.send)
 	return stream.finish(err)
 }
 
 func (s *Server) imageRemove(w http.ResponseWriter, r *http.Request, name string) error {
+	platform, err := removePlatform(r)
+	if err != nil {
+		return err
+	}
 	recs, err := s.backend.ImageRemove(r.Context(), name, engine.ImageRemoveRequest{
-		Force:   queryBool(r, "force"),
-		NoPrune: queryBool(r, "noprune"),
+		Force:    queryBool(r, "force"),
+		NoPrune:  queryBool(r, "noprune"),
+		Platform: platform,
 	})
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/containerd/errdefs"
+	"github.com/containerd/platforms"
 	"github.com/hutch-engine/hutch/engine"
 	"github.com/moby/moby/api/types/common"
 	"github.com/moby/moby/api/types/container"
@@ -35,7 +36,11 @@ func (f *imageFake) record(format string, args ...any) error {
 }
 
 func (f *imageFake) ImagePull(_ context.Context, req engine.PullRequest, progress func(jsonstream.Message)) error {
-	if err := f.record("ImagePull(%s,%s,%s,%s)", req.FromImage, req.Tag, req.Auth.Username, req.Auth.Password); err != nil {
+	p := ""
+	if req.Platform != "" {
+		p = "," + req.Platform
+	}
+	if err := f.record("ImagePull(%s,%s,%s,%s%s)", req.FromImage, req.Tag, req.Auth.Username, req.Auth.Password, p); err != nil {
 		return err
 	}
 	progress(jsonstream.Message{Status: "Pulling from library/x", ID: "latest"})
@@ -46,18 +51,26 @@ func (f *imageFake) ImageList(_ context.Context, req engine.ImageListRequest) ([
 	return []image.Summary{{ID: "sha256:aa", Size: 7, Containers: 2, SharedSize: -1}}, f.record("ImageList(%v,%s,%v)", req.All, req.Filters, req.SharedSize)
 }
 
-func (f *imageFake) ImageInspect(_ context.Context, ref string) (engine.ImageDetail, error) {
+// plat shows a platform in a recorded call: ",os/arch" or nothing.
+func plat(p *ocispec.Platform) string {
+	if p == nil {
+		return ""
+	}
+	return "," + platforms.FormatAll(*p)
+}
+
+func (f *imageFake) ImageInspect(_ context.Context, ref string, p *ocispec.Platform) (engine.ImageDetail, error) {
 	resp := engine.ImageDetail{InspectResponse: image.InspectResponse{ID: "sha256:aa", Size: 7, RepoTags: []string{}, RepoDigests: []string{}}}
 	if ref == "committed" {
 		resp.Parent = "sha256:bb"
 		resp.Container = "c1"
 		resp.ContainerConfig = &container.Config{Volumes: map[string]struct{}{"/v": {}}}
 	}
-	return resp, f.record("ImageInspect(%s)", ref)
+	return resp, f.record("ImageInspect(%s%s)", ref, plat(p))
 }
 
-func (f *imageFake) ImageHistory(_ context.Context, ref string) ([]image.HistoryResponseItem, error) {
-	return nil, f.record("ImageHistory(%s)", ref)
+func (f *imageFake) ImageHistory(_ context.Context, ref string, p *ocispec.Platform) ([]image.HistoryResponseItem, error) {
+	return nil, f.record("ImageHistory(%s%s)", ref, plat(p))
 }
 
 func (f *imageFake) ImageTag(_ context.Context, ref, repo, tag string) error {
@@ -65,7 +78,7 @@ func (f *imageFake) ImageTag(_ context.Context, ref, repo, tag string) error {
 }
 
 func (f *imageFake) ImageRemove(_ context.Context, ref string, req engine.ImageRemoveRequest) ([]image.DeleteResponse, error) {
-	return []image.DeleteResponse{{Untagged: "x:1"}, {Deleted: "sha256:aa"}}, f.record("ImageRemove(%s,%v,%v)", ref, req.Force, req.NoPrune)
+	return []image.DeleteResponse{{Untagged: "x:1"}, {Deleted: "sha256:aa"}}, f.record("ImageRemove(%s,%v,%v%s)", ref, req.Force, req.NoPrune, plat(req.Platform))
 }
 
 func (f *imageFake) ImagePrune(_ context.Context, filters string) (image.PruneReport, error) {
@@ -81,17 +94,17 @@ func (f *imageFake) ImageImport(_ context.Context, req engine.ImportRequest, roo
 	return nil
 }
 
-func (f *imageFake) ImageLoad(_ context.Context, archive io.Reader, quiet bool, progress func(jsonstream.Message)) error {
+func (f *imageFake) ImageLoad(_ context.Context, archive io.Reader, quiet bool, p *ocispec.Platform, progress func(jsonstream.Message)) error {
 	body, _ := io.ReadAll(archive)
-	if err := f.record("ImageLoad(%v,%s)", quiet, body); err != nil {
+	if err := f.record("ImageLoad(%v,%s%s)", quiet, body, plat(p)); err != nil {
 		return err
 	}
 	progress(jsonstream.Message{Stream: "Loaded image: x:1\n"})
 	return nil
 }
 
-func (f *imageFake) ImageSave(_ context.Context, names []string, w io.Writer) error {
-	if err := f.record("ImageSave(%q)", names); err != nil {
+func (f *imageFake) ImageSave(_ context.Context, names []string, p *ocispec.Platform, w io.Writer) error {
+	if err := f.record("ImageSave(%q%s)", names, plat(p)); err != nil {
 		return err
 	}
 	_, err := io.WriteString(w, "TAR")
@@ -289,7 +302,7 @@ func TestImageSaveFailureMidStream(t *testing.T) {
 
 type midStreamFailure struct{ fakeBackend }
 
-func (midStreamFailure) ImageSave(_ context.Context, _ []string, w io.Writer) error {
+func (midStreamFailure) ImageSave(_ context.Context, _ []string, _ *ocispec.Platform, w io.Writer) error {
 	io.WriteString(w, "PARTIAL")
 	w.(http.Flusher).Flush()
 	return fmt.Errorf("disk on fire")

@@ -315,7 +315,7 @@ func TestImageInspectParent(t *testing.T) {
 	child.Parent = parent.ID
 	e := listEngine(t, "", parent, child)
 	for _, tc := range []struct{ ref, want string }{{"child:1", parent.ID}, {parent.ID, ""}} {
-		resp, err := e.ImageInspect(context.Background(), tc.ref)
+		resp, err := e.ImageInspect(context.Background(), tc.ref, nil)
 		if err != nil || resp.Parent != tc.want {
 			t.Errorf("inspect %s: Parent %q, %v; want %q", tc.ref, resp.Parent, err, tc.want)
 		}

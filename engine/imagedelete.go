@@ -13,12 +13,15 @@ import (
 	"github.com/hutch-engine/hutch/engine/container"
 	"github.com/moby/moby/api/types/image"
 	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
 // ImageRemoveRequest is DELETE /images/{name}?force=&noprune=.
 type ImageRemoveRequest struct {
 	Force   bool
 	NoPrune bool
+	// Platform, when set, is the platform the image must be of.
+	Platform *ocispec.Platform
 }
 
 // ImageRemove answers DELETE /images/{name} with Docker's rules: a name
@@ -29,6 +32,14 @@ type ImageRemoveRequest struct {
 func (e *Engine) ImageRemove(ctx context.Context, ref string, req ImageRemoveRequest) ([]image.DeleteResponse, error) {
 	if strings.TrimSpace(ref) == "" {
 		return nil, errdefs.ErrInvalidArgument.WithMessage("image name cannot be blank")
+	}
+	if req.Platform != nil && e.images != nil {
+		// An unknown image is the deleter's to report.
+		if img, err := e.images.LookupImage(ctx, ref); err == nil {
+			if err := checkPlatform(img, ref, req.Platform); err != nil {
+				return nil, err
+			}
+		}
 	}
 	defer e.quiesceRootfs()()
 	d, err := e.newImageDeleter(ctx)

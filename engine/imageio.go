@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
+	"github.com/containerd/platforms"
 	"github.com/distribution/reference"
 	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
 	"github.com/moby/moby/api/types/jsonstream"
@@ -99,7 +100,7 @@ func importPlatform(p string) (ocispec.Platform, error) {
 		return out, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid platform %q: want os[/arch[/variant]]", p))
 	}
 	if parts[0] != "linux" {
-		return out, errdefs.ErrInvalidArgument.WithMessage("operating system is not supported: " + parts[0])
+		return out, errdefs.ErrInvalidArgument.WithMessage("operating system is not supported")
 	}
 	if len(parts) > 1 && parts[1] != "" {
 		out.Architecture = parts[1]
@@ -139,12 +140,21 @@ func fetchRootfs(ctx context.Context, src string, progress func(jsonstream.Messa
 // ImageLoad answers docker load: the images of the archive, with Docker's
 // "Loaded image: …" lines (and its note when a tag moved off another
 // image). Images loaded before a failure are reported before the error.
-func (e *Engine) ImageLoad(ctx context.Context, archive io.Reader, quiet bool, progress func(jsonstream.Message)) error {
+// With a platform, only the archive's images of that platform are loaded,
+// and an archive with none is an error.
+func (e *Engine) ImageLoad(ctx context.Context, archive io.Reader, quiet bool, platform *ocispec.Platform, progress func(jsonstream.Message)) error {
 	store, err := e.imageStore()
 	if err != nil {
 		return err
 	}
-	loaded, err := store.LoadImages(ctx, archive)
+	var opts LoadOptions
+	if platform != nil {
+		opts.Match = func(p ocispec.Platform) bool { return platformMatches(*platform, p) }
+	}
+	loaded, err := store.LoadImages(ctx, archive, opts)
+	if err == nil && len(loaded) == 0 && platform != nil {
+		err = errdefs.ErrNotFound.WithMessage(fmt.Sprintf("no images providing the requested platform(s) found: [%s]", platforms.FormatAll(*platform)))
+	}
 	for _, li := range loaded {
 		e.imageEvent(eventtypes.ActionLoad, li.ID, li.ID)
 		for _, n := range li.Names {
@@ -171,8 +181,8 @@ func familiar(name string) string {
 // ImageSave answers docker save of names (a repository saves all its
 // tags, a tag or digest reference or ID that image). Every name is resolved
 // before the first byte is written, so an unknown name is an error the
-// client sees as such.
-func (e *Engine) ImageSave(ctx context.Context, names []string, w io.Writer) error {
+// client sees as such. With a platform, every image must be of it.
+func (e *Engine) ImageSave(ctx context.Context, names []string, platform *ocispec.Platform, w io.Writer) error {
 	store, err := e.imageStore()
 	if err != nil {
 		return err
@@ -192,6 +202,7 @@ func (e *Engine) ImageSave(ctx context.Context, names []string, w io.Writer) err
 		}
 	}
 	var all []Image
+	byID := map[string]*Image{}
 	for _, name := range names {
 		named, perr := reference.ParseNormalizedNamed(name)
 		if perr == nil && reference.IsNameOnly(named) && reference.FamiliarName(named) != "sha256" {
@@ -206,6 +217,7 @@ func (e *Engine) ImageSave(ctx context.Context, names []string, w io.Writer) err
 				for _, r := range parseRefs(img.Refs) {
 					if _, tagged := r.(reference.NamedTagged); tagged && r.Name() == named.Name() {
 						add(img.ID, r.String())
+						byID[img.ID] = &img
 						found = true
 					}
 				}
@@ -223,6 +235,14 @@ func (e *Engine) ImageSave(ctx context.Context, names []string, w io.Writer) err
 			tag = nt.String()
 		}
 		add(img.ID, tag)
+		byID[img.ID] = img
+	}
+	if platform != nil {
+		for _, it := range items {
+			if !platformMatches(*platform, imagePlatform(byID[it.ID])) {
+				return errdefs.ErrNotFound.WithMessage("no suitable export target found for platform " + platforms.FormatAll(*platform))
+			}
+		}
 	}
 	if err := store.SaveImages(ctx, items, w); err != nil {
 		return err

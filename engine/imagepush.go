@@ -11,6 +11,7 @@ import (
 	"github.com/distribution/reference"
 	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/moby/moby/api/types/registry"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
 // PushRequest is POST /images/{name}/push?tag=…
@@ -20,6 +21,8 @@ type PushRequest struct {
 	// repository is pushed, as docker push --all-tags does.
 	Name, Tag string
 	Auth      registry.AuthConfig
+	// Platform, when set, is the platform the image must be of.
+	Platform *ocispec.Platform
 }
 
 // ImagePush answers docker push with Docker's progress stream: "The push
@@ -59,6 +62,9 @@ func (e *Engine) ImagePush(ctx context.Context, req PushRequest, progress func(j
 			}
 			return err
 		}
+		if err := checkPlatform(img, nt.String(), req.Platform); err != nil {
+			return err
+		}
 		pushes = append(pushes, push{img.ID, nt.String()})
 	} else {
 		imgs, err := store.ListImages(ctx)
@@ -68,6 +74,9 @@ func (e *Engine) ImagePush(ctx context.Context, req PushRequest, progress func(j
 		for _, img := range imgs {
 			for _, r := range parseRefs(img.Refs) {
 				if nt, ok := r.(reference.NamedTagged); ok && nt.Name() == named.Name() {
+					if err := checkPlatform(&img, nt.String(), req.Platform); err != nil {
+						return err
+					}
 					pushes = append(pushes, push{img.ID, nt.String()})
 				}
 			}

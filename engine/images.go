@@ -18,6 +18,7 @@ import (
 	"github.com/moby/moby/api/types/registry"
 	"github.com/moby/moby/api/types/storage"
 	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
 // PullRequest is POST /images/create?fromImage=…
@@ -290,14 +291,18 @@ type ImageDetail struct {
 	ContainerConfig *containertypes.Config `json:"-"`
 }
 
-// ImageInspect answers GET /images/{name}/json.
-func (e *Engine) ImageInspect(ctx context.Context, ref string) (ImageDetail, error) {
+// ImageInspect answers GET /images/{name}/json; platform, when set, is
+// the platform the image must be of.
+func (e *Engine) ImageInspect(ctx context.Context, ref string, platform *ocispec.Platform) (ImageDetail, error) {
 	store, err := e.imageStore()
 	if err != nil {
 		return ImageDetail{}, err
 	}
 	img, err := store.LookupImage(ctx, ref)
 	if err != nil {
+		return ImageDetail{}, err
+	}
+	if err := checkPlatform(img, ref, platform); err != nil {
 		return ImageDetail{}, err
 	}
 	tags, digests, _ := matchingRefs(img.Refs, nil)
@@ -342,14 +347,18 @@ func nonNil(s []string) []string {
 // ImageHistory answers GET /images/{name}/history: the config's history,
 // newest first, with the size of each entry's layer. As in Docker, only
 // the newest entry carries the image's ID and tags; the others are
-// "<missing>" unless they are the image's parent.
-func (e *Engine) ImageHistory(ctx context.Context, ref string) ([]image.HistoryResponseItem, error) {
+// "<missing>" unless they are the image's parent. platform, when set, is
+// the platform the image must be of.
+func (e *Engine) ImageHistory(ctx context.Context, ref string, platform *ocispec.Platform) ([]image.HistoryResponseItem, error) {
 	store, err := e.imageStore()
 	if err != nil {
 		return nil, err
 	}
 	img, err := store.LookupImage(ctx, ref)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkPlatform(img, ref, platform); err != nil {
 		return nil, err
 	}
 	var out []image.HistoryResponseItem

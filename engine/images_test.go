@@ -136,7 +136,7 @@ func TestImageInspectHistoryTag(t *testing.T) {
 	e := listEngine(t, "", img)
 	ctx := context.Background()
 
-	resp, err := e.ImageInspect(ctx, "busybox")
+	resp, err := e.ImageInspect(ctx, "busybox", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestImageInspectHistoryTag(t *testing.T) {
 		t.Errorf("inspect = %+v", resp)
 	}
 
-	h, err := e.ImageHistory(ctx, img.ID)
+	h, err := e.ImageHistory(ctx, img.ID, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

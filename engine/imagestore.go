@@ -77,7 +77,7 @@ type ImageStore interface {
 	// LoadImages stores the images of a `docker save` archive (plain or
 	// compressed), in archive order. An image that fails leaves nothing
 	// behind; images loaded before it stay, as in Docker.
-	LoadImages(ctx context.Context, archive io.Reader) ([]LoadedImage, error)
+	LoadImages(ctx context.Context, archive io.Reader, opts LoadOptions) ([]LoadedImage, error)
 	// SaveImages writes images in Docker's archive format to w.
 	SaveImages(ctx context.Context, images []SaveImage, w io.Writer) error
 	// RegistryLogin checks credentials against auth.ServerAddress's
@@ -158,6 +158,13 @@ type ImportConfig struct {
 	Image dockerspec.DockerOCIImage
 	// Comment is written as the config's top-level "comment", as Docker does.
 	Comment string
+}
+
+// LoadOptions are the choices of a load.
+type LoadOptions struct {
+	// Match, when set, selects the archive's images to load by their
+	// platform; the others are left out.
+	Match func(ocispec.Platform) bool
 }
 
 // LoadedImage is one image of a loaded archive.

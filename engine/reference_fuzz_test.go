@@ -89,7 +89,7 @@ func FuzzImageNames(f *testing.F) {
 		if err := e.ImagePush(ctx, PushRequest{Name: repo, Tag: tag}, func(jsonstream.Message) {}); err != nil {
 			checkNameRefusal(t, "push", err)
 		}
-		if err := e.ImageSave(ctx, []string{ref}, io.Discard); err != nil {
+		if err := e.ImageSave(ctx, []string{ref}, nil, io.Discard); err != nil {
 			checkNameRefusal(t, "save", err)
 		}
 		// An ID prefix of an image with several repositories is a conflict.

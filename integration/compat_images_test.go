@@ -3,11 +3,18 @@
 package integration
 
 import (
+	"bytes"
 	"context"
+	"io"
+	"net/http"
+	"net/url"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
 // Image listing and the platform parameters as Docker Engine 29 answers
@@ -61,4 +68,130 @@ func TestCompatImageListReference(t *testing.T) {
 	if out := must(t, d, "images", "--format", "{{.Repository}}:{{.Tag}}", "docker.io/library/busybox"); out != "busybox:latest" {
 		t.Errorf("docker images docker.io/library/busybox = %q", out)
 	}
+}
+
+// otherPlatform is a platform the test images are not of.
+func otherPlatform(native ocispec.Platform) ocispec.Platform {
+	if native.Architecture == "arm64" {
+		return ocispec.Platform{OS: "linux", Architecture: "amd64"}
+	}
+	return ocispec.Platform{OS: "linux", Architecture: "arm64"}
+}
+
+// TestCompatImagePlatformParameters: invalid platforms are refused with
+// Docker's 400 and message, storing nothing; a valid platform the image
+// is not of is Docker's 404; the image's own platform is served.
+func TestCompatImagePlatformParameters(t *testing.T) {
+	d, ref := pulled(t)
+	c := d.Client(t)
+	ctx := context.Background()
+	img, err := c.ImageInspect(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	native := ocispec.Platform{OS: img.Os, Architecture: img.Architecture, Variant: img.Variant}
+	other := otherPlatform(native)
+	ids := func() []string { return lines(must(t, d, "images", "-qa", "--no-trunc")) }
+	before := ids()
+
+	// Pull and import take a specifier, refused as containerd's parser
+	// refuses it.
+	_, err = c.ImagePull(ctx, ref, client.ImagePullOptions{Platforms: []ocispec.Platform{{OS: "foobar"}}})
+	if !errdefs.IsInvalidArgument(err) || !strings.Contains(err.Error(), `"foobar": unknown operating system or architecture: invalid argument`) {
+		t.Errorf("pull with platform foobar = %v", err)
+	}
+	code, body := rawDo(t, d, "POST", "/images/create?fromImage="+url.QueryEscape(ref)+"&platform=linux/", nil, nil)
+	if code != http.StatusBadRequest || !strings.Contains(body, `is an invalid component of \"linux/\"`) {
+		t.Errorf("pull with platform linux/ = %d %s", code, body)
+	}
+	empty := rootfsTar(t, false)
+	for p, msg := range map[string]string{"   ": "is an invalid OS component of", "macos": "operating system is not supported", "nintendo64": "unknown operating system or architecture"} {
+		_, err := c.ImageImport(ctx, client.ImageImportSource{Source: bytes.NewReader(empty), SourceName: "-"}, "imported:1", client.ImageImportOptions{Platform: ocispec.Platform{OS: p}})
+		if !errdefs.IsInvalidArgument(err) || !strings.Contains(err.Error(), msg) {
+			t.Errorf("import with platform %q = %v, want %q", p, err, msg)
+		}
+	}
+	_, err = c.ImageBuild(ctx, contextTar(t, map[string]string{"Dockerfile": "FROM scratch\n"}), client.ImageBuildOptions{Platforms: []ocispec.Platform{{OS: "foobar"}}})
+	if !errdefs.IsInvalidArgument(err) || !strings.Contains(err.Error(), "unknown operating system or architecture") {
+		t.Errorf("build with platform foobar = %v", err)
+	}
+
+	// Inspect, history, save, load and rmi take Docker's JSON platform.
+	for path, msg := range map[string]string{
+		"/images/" + ref + "/json?platform=linux":                                                                   "failed to parse platform: invalid character",
+		"/images/" + ref + "/history?platform=" + url.QueryEscape(`{"os":"linux"}`):                                 "both OS and Architecture must be provided",
+		"/images/" + ref + "/json?manifests=1&platform=" + url.QueryEscape(`{"os":"linux","architecture":"amd64"}`): "conflicting options: manifests and platform options cannot both be set",
+		"/v1.54/images/json?identity=1":                                                                             "conflicting options: identity requires manifests=1",
+		"/images/get?names=" + url.QueryEscape(ref) + "&platform=" + url.QueryEscape(`{"variant":"v8"}`):            "optional platform fields provided, but OS and Architecture are missing",
+	} {
+		code, body := rawDo(t, d, "GET", path, nil, nil)
+		if code != http.StatusBadRequest || !strings.Contains(body, msg) {
+			t.Errorf("GET %s = %d %s, want 400 %q", path, code, body, msg)
+		}
+	}
+
+	want := "was found but its platform (" + platformString(native) + ") does not match the specified platform (" + platformString(other) + ")"
+	if _, err := c.ImageInspect(ctx, ref, client.ImageInspectWithPlatform(&other)); !errdefs.IsNotFound(err) || !strings.Contains(err.Error(), want) {
+		t.Errorf("inspect for %v = %v", other, err)
+	}
+	if res, err := c.ImageInspect(ctx, ref, client.ImageInspectWithPlatform(&native)); err != nil || res.ID != img.ID {
+		t.Errorf("inspect for the image's platform = %v", err)
+	}
+	if _, err := c.ImageHistory(ctx, ref, client.ImageHistoryWithPlatform(other)); !errdefs.IsNotFound(err) || !strings.Contains(err.Error(), want) {
+		t.Errorf("history for %v = %v", other, err)
+	}
+	if _, err := c.ImageRemove(ctx, ref, client.ImageRemoveOptions{Platforms: []ocispec.Platform{other}}); !errdefs.IsNotFound(err) {
+		t.Errorf("rmi for %v = %v", other, err)
+	}
+	if rc, err := c.ImageSave(ctx, []string{ref}, client.ImageSaveWithPlatforms(other)); err == nil {
+		rc.Close()
+		t.Errorf("save for %v succeeded", other)
+	} else if !errdefs.IsNotFound(err) || !strings.Contains(err.Error(), "no suitable export target found for platform "+platformString(other)) {
+		t.Errorf("save for %v = %v", other, err)
+	}
+	rc, err := c.ImageSave(ctx, []string{ref}, client.ImageSaveWithPlatforms(native))
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(); !slices.Equal(got, before) {
+		t.Fatalf("images after the refused requests: %q, before %q", got, before)
+	}
+
+	// Load of an archive without the platform asked for: an error in the
+	// 200 stream, nothing stored.
+	must(t, d, "rmi", ref)
+	lr, err := c.ImageLoad(ctx, bytes.NewReader(archive), client.ImageLoadWithPlatforms(other))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := io.ReadAll(lr)
+	lr.Close()
+	if !strings.Contains(string(out), `"errorDetail":{"message":"no images providing the requested platform(s) found: [`+platformString(other)+`]"}`) {
+		t.Errorf("load for %v = %s", other, out)
+	}
+	if got := ids(); len(got) != 0 {
+		t.Errorf("images after a load of no image: %q", got)
+	}
+	lr, err = c.ImageLoad(ctx, bytes.NewReader(archive), client.ImageLoadWithPlatforms(native))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ = io.ReadAll(lr)
+	lr.Close()
+	if !strings.Contains(string(out), "Loaded image: "+ref) {
+		t.Errorf("load for the image's platform = %s", out)
+	}
+}
+
+func platformString(p ocispec.Platform) string {
+	s := p.OS + "/" + p.Architecture
+	if p.Variant != "" {
+		s += "/" + p.Variant
+	}
+	return s
 }

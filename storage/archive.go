@@ -26,7 +26,7 @@ import (
 // LoadImages stores the images of a docker-archive read from r. The archive
 // is spooled to a file first: the format needs random access. An archive
 // the transport cannot read is errdefs.ErrInvalidArgument.
-func (s *Store) LoadImages(ctx context.Context, r io.Reader) ([]engine.LoadedImage, error) {
+func (s *Store) LoadImages(ctx context.Context, r io.Reader, opts engine.LoadOptions) ([]engine.LoadedImage, error) {
 	f, err := os.CreateTemp(s.tmpDir, "load-")
 	if err != nil {
 		return nil, fmt.Errorf("storage: %w", err)
@@ -54,11 +54,13 @@ func (s *Store) LoadImages(ctx context.Context, r io.Reader) ([]engine.LoadedIma
 	}
 	var out []engine.LoadedImage
 	for _, refs := range list {
-		li, err := s.loadOne(ctx, sys, refs)
+		li, err := s.loadOne(ctx, sys, refs, opts)
 		if err != nil {
 			return out, err
 		}
-		out = append(out, li)
+		if li.ID != "" {
+			out = append(out, li)
+		}
 	}
 	return out, nil
 }
@@ -105,16 +107,24 @@ func invalidArchive(err error) error {
 }
 
 // loadOne copies one image of the archive (refs are its tags, or one
-// untagged reference) and gives it its names.
-func (s *Store) loadOne(ctx context.Context, sys *types.SystemContext, refs []types.ImageReference) (engine.LoadedImage, error) {
+// untagged reference) and gives it its names. An image opts.Match leaves
+// out is not copied: its LoadedImage is the zero value.
+func (s *Store) loadOne(ctx context.Context, sys *types.SystemContext, refs []types.ImageReference, opts engine.LoadOptions) (engine.LoadedImage, error) {
 	src, err := refs[0].NewImage(ctx, sys)
 	if err != nil {
 		return engine.LoadedImage{}, invalidArchive(err)
 	}
 	cfg := src.ConfigInfo().Digest
+	oci, err := src.OCIConfig(ctx)
 	src.Close()
+	if err != nil {
+		return engine.LoadedImage{}, invalidArchive(err)
+	}
 	if cfg.Validate() != nil {
 		return engine.LoadedImage{}, invalidArchive(fmt.Errorf("image without a valid config digest"))
+	}
+	if opts.Match != nil && !opts.Match(oci.Platform) {
+		return engine.LoadedImage{}, nil
 	}
 	id := cfg.Encoded()
 	li := engine.LoadedImage{ID: "sha256:" + id, Replaced: map[string]string{}}

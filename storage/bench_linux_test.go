@@ -128,7 +128,7 @@ func BenchmarkSaveLoad(b *testing.B) {
 			b.StopTimer()
 			s := newStore(b, "")
 			b.StartTimer()
-			if _, err := s.LoadImages(context.Background(), bytes.NewReader(archive.Bytes())); err != nil {
+			if _, err := s.LoadImages(context.Background(), bytes.NewReader(archive.Bytes()), engine.LoadOptions{}); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -132,7 +132,7 @@ func FuzzLoadImages(f *testing.F) {
 	f.Fuzz(func(t *testing.T, script string, gz bool, cut uint16) {
 		archive := finish(dockerArchive(parseScript(script, sb.canary)), gz, cut)
 		before := sb.state(t)
-		loaded, err := sb.s.LoadImages(context.Background(), bytes.NewReader(archive))
+		loaded, err := sb.s.LoadImages(context.Background(), bytes.NewReader(archive), engine.LoadOptions{})
 		sb.checkOutside(t)
 		if err != nil && len(loaded) == 0 {
 			sb.checkFailure(t, "load", err, before)

@@ -132,13 +132,13 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 
 	// A broken archive loads nothing.
 	for _, bad := range [][]byte{archive.Bytes()[:archive.Len()/2], []byte("not an archive")} {
-		if _, err := s.LoadImages(ctx, bytes.NewReader(bad)); !errdefs.IsInvalidArgument(err) {
+		if _, err := s.LoadImages(ctx, bytes.NewReader(bad), engine.LoadOptions{}); !errdefs.IsInvalidArgument(err) {
 			t.Errorf("LoadImages of a broken archive = %v", err)
 		}
 		assertEmpty(t, s)
 	}
 
-	loaded, err := s.LoadImages(ctx, bytes.NewReader(archive.Bytes()))
+	loaded, err := s.LoadImages(ctx, bytes.NewReader(archive.Bytes()), engine.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 	if err := s.SaveImages(ctx, []engine.SaveImage{{ID: configDigest, Names: []string{"docker.io/library/mine:2"}}}, &archive); err != nil {
 		t.Fatal(err)
 	}
-	loaded, err = s.LoadImages(ctx, bytes.NewReader(archive.Bytes()))
+	loaded, err = s.LoadImages(ctx, bytes.NewReader(archive.Bytes()), engine.LoadOptions{})
 	if err != nil || len(loaded) != 1 || loaded[0].Replaced["docker.io/library/mine:2"] != other {
 		t.Errorf("loaded = %+v, %v", loaded, err)
 	}

@@ -1,0 +1,55 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/containerd/errdefs"
+	"github.com/containerd/platforms"
+	"github.com/distribution/reference"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+)
+
+// The store holds one platform of an image. A request that names a
+// platform (inspect, history, push, rmi) gets the image only when it is of
+// that platform, as Docker's single-platform image store answers.
+
+// imagePlatform is img's platform as its config states it.
+func imagePlatform(img *Image) ocispec.Platform {
+	if img.Config == nil {
+		return ocispec.Platform{}
+	}
+	return ocispec.Platform{OS: img.Config.OS, Architecture: img.Config.Architecture, Variant: img.Config.Variant}
+}
+
+// platformMatches reports whether an image of platform got serves a
+// request for want: containerd's rules (an arm/v6 image serves arm/v7),
+// and an image without a variant serves any variant of its architecture,
+// since image configs often leave it out.
+func platformMatches(want, got ocispec.Platform) bool {
+	if platforms.Only(want).Match(got) {
+		return true
+	}
+	if got.Variant != "" {
+		return false
+	}
+	w, g := platforms.Normalize(want), platforms.Normalize(got)
+	return w.OS == g.OS && w.Architecture == g.Architecture
+}
+
+// checkPlatform refuses img, found by ref, when it is not of platform want
+// (nil: any), with Docker's message.
+func checkPlatform(img *Image, ref string, want *ocispec.Platform) error {
+	if want == nil {
+		return nil
+	}
+	got := imagePlatform(img)
+	if platformMatches(*want, got) {
+		return nil
+	}
+	name := ref
+	if named, err := reference.ParseNamed(ref); err == nil {
+		name = reference.FamiliarString(named)
+	}
+	return errdefs.ErrNotFound.WithMessage(fmt.Sprintf("image with reference %s was found but its platform (%s) does not match the specified platform (%s)",
+		name, platforms.FormatAll(got), platforms.FormatAll(*want)))
+}
