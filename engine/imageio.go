@@ -151,6 +151,9 @@ func (e *Engine) ImageLoad(ctx context.Context, archive io.Reader, quiet bool, p
 	if platform != nil {
 		opts.Match = func(p ocispec.Platform) bool { return platformMatches(*platform, p) }
 	}
+	if !quiet {
+		opts.Progress = progress
+	}
 	loaded, err := store.LoadImages(ctx, archive, opts)
 	if err == nil && len(loaded) == 0 && platform != nil {
 		err = errdefs.ErrNotFound.WithMessage(fmt.Sprintf("no images providing the requested platform(s) found: [%s]", platforms.FormatAll(*platform)))

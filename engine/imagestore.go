@@ -165,6 +165,9 @@ type LoadOptions struct {
 	// Match, when set, selects the archive's images to load by their
 	// platform; the others are left out.
 	Match func(ocispec.Platform) bool
+	// Progress, when set, receives Docker's "Loading layer" progress of
+	// each layer stored (docker load without --quiet).
+	Progress func(jsonstream.Message)
 }
 
 // LoadedImage is one image of a loaded archive.

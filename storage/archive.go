@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 
 	"github.com/containerd/errdefs"
 	"github.com/hutch-engine/hutch/engine"
+	"github.com/moby/moby/api/types/jsonstream"
+	"github.com/opencontainers/go-digest"
 	"go.podman.io/image/v5/copy"
 	"go.podman.io/image/v5/docker/archive"
 	imgref "go.podman.io/image/v5/docker/reference"
@@ -136,7 +139,11 @@ func (s *Store) loadOne(ctx context.Context, sys *types.SystemContext, refs []ty
 			li.Names = append(li.Names, named.String())
 		}
 	}
-	if err := s.copyInto(ctx, sys, refs[0], nil, id, nil); err != nil {
+	var report func(types.ProgressProperties)
+	if opts.Progress != nil {
+		report = loadingLayer(oci.RootFS.DiffIDs, opts.Progress)
+	}
+	if err := s.copyIntoReporting(ctx, sys, refs[0], nil, id, nil, report); err != nil {
 		return engine.LoadedImage{}, fmt.Errorf("loading image %s: %w", cfg, archiveContentError(err))
 	}
 	for _, n := range li.Names {
@@ -234,4 +241,33 @@ func (s *Store) saveAll(ctx context.Context, sys *types.SystemContext, aw *archi
 		}
 	}
 	return nil
+}
+
+// loadingLayer turns the progress of a load's copy into Docker's
+// "Loading layer" messages, one series per layer the load stores (layers
+// already in the store are not loaded, and not reported, as in Docker),
+// identified by the short form of the layer's diff ID.
+func loadingLayer(diffIDs []digest.Digest, progress func(jsonstream.Message)) func(types.ProgressProperties) {
+	return func(ev types.ProgressProperties) {
+		if !slices.Contains(diffIDs, ev.Artifact.Digest) {
+			return // the config
+		}
+		var current int64
+		switch ev.Event {
+		case types.ProgressEventRead:
+			current = int64(ev.Offset)
+		case types.ProgressEventDone:
+			current = ev.Artifact.Size
+			if current < 0 {
+				current = int64(ev.Offset)
+			}
+		default:
+			return
+		}
+		progress(jsonstream.Message{
+			ID:       shortID(ev.Artifact.Digest),
+			Status:   "Loading layer",
+			Progress: &jsonstream.Progress{Current: current, Total: ev.Artifact.Size},
+		})
+	}
 }

@@ -43,6 +43,12 @@ func acceptAnything() (*signature.PolicyContext, error) {
 // copyInto copies src into the store as image id (hex) named named (nil:
 // no name), removing the layers it created if it fails.
 func (s *Store) copyInto(ctx context.Context, sys *types.SystemContext, src types.ImageReference, named reference.Named, id string, before func(*hookedStore) error) error {
+	return s.copyIntoReporting(ctx, sys, src, named, id, before, nil)
+}
+
+// copyIntoReporting is copyInto with report, when not nil, called with
+// the copy's progress events, one at a time, all before it returns.
+func (s *Store) copyIntoReporting(ctx context.Context, sys *types.SystemContext, src types.ImageReference, named reference.Named, id string, before func(*hookedStore) error, report func(types.ProgressProperties)) error {
 	s.beginPull()
 	hooked := &hookedStore{Store: s.cs, locks: &s.layerLocks, stage: s.putStaged}
 	ok := false
@@ -67,11 +73,24 @@ func (s *Store) copyInto(ctx context.Context, sys *types.SystemContext, src type
 		return err
 	}
 	defer policy.Destroy()
-	if _, err := copy.Image(ctx, policy, destRef, src, &copy.Options{
+	opts := &copy.Options{
 		SourceCtx:        sys,
 		DestinationCtx:   sys,
 		RemoveSignatures: true,
-	}); err != nil {
+	}
+	if report != nil {
+		events := make(chan types.ProgressProperties, 64)
+		drained := make(chan struct{})
+		go func() {
+			defer close(drained)
+			for ev := range events {
+				report(ev)
+			}
+		}()
+		defer func() { close(events); <-drained }()
+		opts.Progress, opts.ProgressInterval = events, 100*time.Millisecond
+	}
+	if _, err := copy.Image(ctx, policy, destRef, src, opts); err != nil {
 		return err
 	}
 	ok = true
