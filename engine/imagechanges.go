@@ -9,17 +9,22 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
+	"github.com/moby/buildkit/frontend/dockerfile/shell"
 	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
 )
 
 // The "changes" of docker import and docker commit (-c) are Dockerfile
 // instructions applied to the image config. Docker accepts the ones that
-// only change the config; so does applyChanges. Unlike Docker it does not
-// expand $VARIABLES.
+// only change the config; so does applyChanges. As Docker's builder does,
+// ENV, LABEL, EXPOSE, USER, WORKDIR, STOPSIGNAL and VOLUME expand
+// $VARIABLES against the config's environment as it stands, earlier
+// changes' ENV included: "ENV PATH=/x:$PATH" prepends to the image's
+// PATH. CMD, ENTRYPOINT, HEALTHCHECK and ONBUILD keep them for the shell.
 
 type changeState struct {
 	cfg    *dockerspec.DockerOCIImageConfig
 	cmdSet bool // a CMD came before: an ENTRYPOINT keeps it
+	lex    *shell.Lex
 }
 
 var changeInstructions = map[string]func(*changeState, string) error{
@@ -40,8 +45,11 @@ var changeInstructions = map[string]func(*changeState, string) error{
 // "ENV A=b C=d") to cfg. A change may hold several lines. Errors are
 // errdefs.ErrInvalidArgument.
 func applyChanges(cfg *dockerspec.DockerOCIImageConfig, changes []string) error {
-	st := &changeState{cfg: cfg}
+	st := &changeState{cfg: cfg, lex: shell.NewLex('\\')}
 	for _, change := range changes {
+		// The lexer reports invalid UTF-8 on the daemon's stderr; what it
+		// makes of it, U+FFFD, is what the config can hold anyway.
+		change = strings.ToValidUTF8(change, "\uFFFD")
 		for _, line := range strings.Split(change, "\n") {
 			line = strings.TrimSpace(line)
 			if line == "" || strings.HasPrefix(line, "#") {
@@ -106,7 +114,7 @@ func (st *changeState) entrypoint(rest string) error {
 }
 
 func (st *changeState) env(rest string) error {
-	kvs, err := keyValues(rest)
+	kvs, err := st.keyValues(rest)
 	if err != nil {
 		return err
 	}
@@ -125,7 +133,7 @@ func (st *changeState) env(rest string) error {
 }
 
 func (st *changeState) label(rest string) error {
-	kvs, err := keyValues(rest)
+	kvs, err := st.keyValues(rest)
 	if err != nil {
 		return err
 	}
@@ -138,101 +146,17 @@ func (st *changeState) label(rest string) error {
 	return nil
 }
 
-// keyValues parses "k=v k2=\"v 2\"" or the legacy "k value with spaces".
-func keyValues(rest string) ([][2]string, error) {
-	words, err := splitWords(rest)
-	if err != nil {
-		return nil, err
-	}
-	if len(words) == 0 {
-		return nil, fmt.Errorf("requires at least one argument")
-	}
-	if !strings.Contains(words[0], "=") {
-		// Legacy form: the value is the rest of the line, as written.
-		i := strings.IndexAny(rest, " \t")
-		if len(words) < 2 || i < 0 {
-			return nil, fmt.Errorf("must have two arguments")
-		}
-		if err := checkKey(words[0]); err != nil {
-			return nil, err
-		}
-		return [][2]string{{words[0], strings.TrimSpace(rest[i:])}}, nil
-	}
-	var out [][2]string
-	for _, w := range words {
-		k, v, ok := strings.Cut(w, "=")
-		if !ok {
-			return nil, fmt.Errorf("syntax error - can't find = in %q. Must be of the form: name=value", w)
-		}
-		if err := checkKey(k); err != nil {
-			return nil, err
-		}
-		out = append(out, [2]string{k, v})
-	}
-	return out, nil
-}
-
-func checkKey(k string) error {
-	if k == "" {
-		return fmt.Errorf("names can not be blank")
-	}
-	return nil
-}
-
-// splitWords splits on unquoted white space, removing quotes and
-// backslash escapes as the Dockerfile parser does.
-func splitWords(s string) ([]string, error) {
-	var words []string
-	var cur strings.Builder
-	inWord := false
-	quote := rune(0)
-	escaped := false
-	for _, c := range s {
-		switch {
-		case escaped:
-			cur.WriteRune(c)
-			escaped = false
-		case quote == '\'':
-			if c == '\'' {
-				quote = 0
-			} else {
-				cur.WriteRune(c)
-			}
-		case c == '\\':
-			escaped, inWord = true, true
-		case quote == '"':
-			if c == '"' {
-				quote = 0
-			} else {
-				cur.WriteRune(c)
-			}
-		case c == '"' || c == '\'':
-			quote, inWord = c, true
-		case c == ' ' || c == '\t':
-			if inWord {
-				words = append(words, cur.String())
-				cur.Reset()
-				inWord = false
-			}
-		default:
-			cur.WriteRune(c)
-			inWord = true
-		}
-	}
-	if quote != 0 {
-		return nil, fmt.Errorf("unmatched quote in %q", s)
-	}
-	if escaped {
-		cur.WriteRune('\\')
-	}
-	if inWord {
-		words = append(words, cur.String())
-	}
-	return words, nil
-}
-
 func (st *changeState) expose(rest string) error {
-	words := strings.Fields(rest)
+	var words []string
+	for _, w := range strings.Fields(rest) {
+		// A variable may hold several ports ("EXPOSE $PORTS"), as in
+		// Docker: EXPOSE alone splits its expansions into words.
+		ws, err := st.lex.ProcessWords(w, st.envGetter())
+		if err != nil {
+			return err
+		}
+		words = append(words, ws...)
+	}
 	if len(words) == 0 {
 		return fmt.Errorf("requires at least one argument")
 	}
@@ -281,6 +205,10 @@ func (st *changeState) user(rest string) error {
 	if rest == "" {
 		return fmt.Errorf("requires exactly one argument")
 	}
+	rest, err := st.expand(rest)
+	if err != nil {
+		return err
+	}
 	st.cfg.User = rest
 	return nil
 }
@@ -288,6 +216,10 @@ func (st *changeState) user(rest string) error {
 func (st *changeState) workdir(rest string) error {
 	if rest == "" {
 		return fmt.Errorf("requires exactly one argument")
+	}
+	rest, err := st.expand(rest)
+	if err != nil {
+		return err
 	}
 	if !path.IsAbs(rest) {
 		rest = path.Join("/", st.cfg.WorkingDir, rest)
@@ -297,6 +229,10 @@ func (st *changeState) workdir(rest string) error {
 }
 
 func (st *changeState) stopSignal(rest string) error {
+	rest, err := st.expand(rest)
+	if err != nil {
+		return err
+	}
 	if rest == "" || strings.ContainsAny(rest, " \t") {
 		return fmt.Errorf("requires exactly one argument")
 	}
@@ -316,6 +252,10 @@ func (st *changeState) volume(rest string) error {
 		return fmt.Errorf("requires at least one argument")
 	}
 	for _, v := range vols {
+		v, err := st.expand(v)
+		if err != nil {
+			return err
+		}
 		if v = strings.TrimSpace(v); v == "" {
 			return fmt.Errorf("volume specified can not be an empty string")
 		}

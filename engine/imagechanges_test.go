@@ -63,6 +63,21 @@ func TestApplyChanges(t *testing.T) {
 			})},
 		{"several lines, comments and blanks", nil, []string{"# note\nUSER a\n\n", "  "},
 			cfgWith(func(c *dockerspec.DockerOCIImageConfig) { c.User = "a" })},
+		{"variables expanded as the builder does", func(c *dockerspec.DockerOCIImageConfig) {
+			c.Env = []string{"PATH=/bin", "APP=web", "PORTS=80 443", "SIG=SIGINT"}
+		},
+			[]string{"ENV PATH=/x:$PATH HOME=/home/$APP", `ENV QUOTED="$APP and \$APP" SINGLE='$APP'`, "ENV LEGACY ${APP}-v1",
+				"LABEL app=$APP", "EXPOSE $PORTS", "USER ${APP}", "WORKDIR /srv/$APP", "VOLUME /data/$APP", `VOLUME ["/logs/$APP"]`,
+				"STOPSIGNAL $SIG", "CMD echo $APP", "ENV NEXT=${HOME}/bin"},
+			cfgWith(func(c *dockerspec.DockerOCIImageConfig) {
+				c.Env = []string{"PATH=/x:/bin", "APP=web", "PORTS=80 443", "SIG=SIGINT", "HOME=/home/web", "QUOTED=web and $APP", "SINGLE=$APP",
+					"LEGACY=web-v1", "NEXT=/home/web/bin"}
+				c.Labels = map[string]string{"app": "web"}
+				c.ExposedPorts = map[string]struct{}{"80/tcp": {}, "443/tcp": {}}
+				c.User, c.WorkingDir, c.StopSignal = "web", "/srv/web", "SIGINT"
+				c.Volumes = map[string]struct{}{"/data/web": {}, "/logs/web": {}}
+				c.Cmd = []string{"/bin/sh", "-c", "echo $APP"}
+			})},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -95,6 +110,9 @@ func TestApplyChangesErrors(t *testing.T) {
 		{"EXPOSE 90-80", "invalid range"},
 		{"USER", "requires exactly one argument"},
 		{"STOPSIGNAL 99", "invalid signal"},
+		{"STOPSIGNAL $UNSET", "requires exactly one argument"},
+		{"ENV $UNSET=x", "names can not be blank"},
+		{`ENV A=${B`, "failed to process"},
 		{"ONBUILD ONBUILD RUN x", "isn't allowed"},
 		{"ONBUILD FROM x", "FROM isn't allowed as an ONBUILD trigger"},
 		{"HEALTHCHECK --interval=1ns CMD x", "invalid duration"},
@@ -144,23 +162,25 @@ func FuzzApplyChanges(f *testing.F) {
 	})
 }
 
-func FuzzSplitWords(f *testing.F) {
-	for _, s := range []string{`a "b c" 'd e' f\ g`, `"unterminated`, `\`, `'\'"`} {
+func FuzzRawWords(f *testing.F) {
+	for _, s := range []string{`a "b c" 'd e' f\ g`, `"unterminated`, `\`, `'\'"`, `a="$B c" 'x\'`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		words, err := splitWords(s)
+		words, err := rawWords(s)
 		if err != nil {
 			return
 		}
-		// Quoting each word again and splitting gives the same words.
-		var quoted []string
-		for _, w := range words {
-			quoted = append(quoted, "'"+strings.ReplaceAll(w, "'", `'"'"'`)+"'")
-		}
-		again, err := splitWords(strings.Join(quoted, " "))
+		// The words are s's characters without the white space between
+		// them: joined with one space they split into the same words.
+		again, err := rawWords(strings.Join(words, " "))
 		if err != nil || !reflect.DeepEqual(again, words) {
-			t.Fatalf("%q: words %q, requoted %q, %v", s, words, again, err)
+			t.Fatalf("%q: words %q, joined and split %q, %v", s, words, again, err)
+		}
+		for _, w := range words {
+			if w == "" || !strings.Contains(s, w) {
+				t.Fatalf("%q: word %q", s, w)
+			}
 		}
 	})
 }
