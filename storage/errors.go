@@ -9,14 +9,17 @@ import (
 	"github.com/distribution/reference"
 	"github.com/docker/distribution/registry/api/errcode"
 	v2 "github.com/docker/distribution/registry/api/v2"
+	"github.com/moby/moby/api/types/registry"
 	"go.podman.io/image/v5/docker"
 )
 
 // ErrUnauthorized marks failures caused by the registry refusing the
 // credentials (or asking for some). Pull errors carrying it are classed
 // errdefs.ErrUnknown, as Docker answers them with 500: a 401 from
-// POST /images/create makes the docker CLI prompt for a login. POST /auth
-// can test for it with errors.Is and answer 401.
+// POST /images/create makes the docker CLI prompt for a login; a pull
+// made without credentials becomes Docker's 404 "pull access denied"
+// instead (anonymousPullError). POST /auth can test for it with
+// errors.Is and answer 401.
 var ErrUnauthorized = errors.New("registry authentication failed")
 
 // classifyPullError gives a registry error the class and message Docker's
@@ -46,6 +49,28 @@ func classifyPullError(err error, named reference.Named) error {
 		return fmt.Errorf("%w%.0w", err, errdefs.ErrNotFound)
 	}
 	return err
+}
+
+// anonymousPullError classes a refusal of a pull made without credentials
+// as Docker does: to an anonymous client a repository it may not read is
+// one that does not exist, so the answer is a 404 with Docker's "pull
+// access denied", which tells the user about docker login. Other errors
+// are returned unchanged.
+func anonymousPullError(err error, named reference.Named) error {
+	if !errors.Is(err, ErrUnauthorized) {
+		return err
+	}
+	cause := err.Error()
+	if ec := registryError(err); ec.Code != 0 {
+		cause = ec.Error()
+	}
+	return fmt.Errorf("pull access denied for %s, repository does not exist or may require 'docker login': %s%.0w",
+		reference.FamiliarName(named), cause, errdefs.ErrNotFound)
+}
+
+// anonymous reports whether auth holds no credentials.
+func anonymous(auth registry.AuthConfig) bool {
+	return auth.Username == "" && auth.Password == "" && auth.IdentityToken == "" && auth.RegistryToken == ""
 }
 
 // registryError is the registry's error code and message in err: an

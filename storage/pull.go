@@ -28,8 +28,10 @@ import (
 // returned before any call can still become a plain HTTP error (Docker
 // answers 404 for a missing image, not a stream). Errors are classed:
 // errdefs.ErrInvalidArgument for a bad reference or option, errdefs.ErrNotFound
-// for a missing repository, tag or platform (with Docker's messages),
-// ErrUnauthorized (+ errdefs.ErrUnknown) for rejected credentials.
+// for a missing repository, tag or platform (with Docker's messages) and
+// for a registry that refuses a pull without credentials (Docker's "pull
+// access denied"), ErrUnauthorized (+ errdefs.ErrUnknown) for rejected
+// credentials.
 //
 // A failed pull leaves no image record; layers it created are removed once
 // no other pull is running (Docker releases a failed pull's layers too).
@@ -77,6 +79,9 @@ func (s *Store) Pull(ctx context.Context, ref string, opts PullOptions, progress
 		if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
 			// Registry clients report a cancellation as a failed read.
 			err = fmt.Errorf("pulling %s: %w", named, cerr)
+		}
+		if anonymous(opts.Auth) {
+			err = anonymousPullError(err, named)
 		}
 		return nil, err
 	}

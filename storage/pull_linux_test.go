@@ -425,7 +425,13 @@ func TestPullAuth(t *testing.T) {
 	}
 	ref := reg.push(t, "private/busybox:latest", busybox)
 	s := newStore(t, "")
-	for _, auth := range []mobyregistry.AuthConfig{{}, {Username: "hutch", Password: "wrong", ServerAddress: reg.host}} {
+	// Without credentials, the refusal is Docker's "pull access denied":
+	// the repository may as well not exist.
+	_, _, err = pullLines(t, s, ref, PullOptions{})
+	if !errdefs.IsNotFound(err) || err.Error() != "pull access denied for "+reg.host+"/private/busybox, repository does not exist or may require 'docker login': unauthorized: authentication required" {
+		t.Errorf("anonymous pull = %v", err)
+	}
+	for _, auth := range []mobyregistry.AuthConfig{{Username: "hutch", Password: "wrong", ServerAddress: reg.host}} {
 		t.Run("rejected "+auth.Username, func(t *testing.T) {
 			_, _, err := pullLines(t, s, ref, PullOptions{Auth: auth})
 			if !errors.Is(err, ErrUnauthorized) || !errors.Is(err, errdefs.ErrUnknown) || errdefs.IsNotFound(err) {
