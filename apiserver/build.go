@@ -38,7 +38,9 @@ func (s *Server) imageBuild(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	stream := newJSONStream(w)
-	_, err = s.backend.Build(r.Context(), req, r.Body, buildOutput{stream})
+	// Clients before API 1.30 get no aux messages from Docker.
+	aux := !versionLess(APIVersion(r.Context()), "1.30")
+	_, err = s.backend.Build(r.Context(), req, r.Body, buildOutput{stream, aux})
 	return stream.finish(err)
 }
 
@@ -96,13 +98,20 @@ func buildRequest(r *http.Request) (engine.BuildRequest, error) {
 	return req, nil
 }
 
-// buildOutput writes the builder's output as Docker's stream.
-type buildOutput struct{ s *jsonStream }
+// buildOutput writes the builder's output as Docker's stream; aux says
+// whether the client reads stages' image IDs.
+type buildOutput struct {
+	s   *jsonStream
+	aux bool
+}
 
 func (o buildOutput) Stream(text string)            { o.s.send(jsonstream.Message{Stream: text}) }
 func (o buildOutput) Progress(m jsonstream.Message) { o.s.send(m) }
 
 func (o buildOutput) ImageID(id string) {
+	if !o.aux {
+		return
+	}
 	raw, _ := json.Marshal(buildtypes.Result{ID: id})
 	msg := json.RawMessage(raw)
 	o.s.send(jsonstream.Message{Aux: &msg})

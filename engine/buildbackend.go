@@ -22,6 +22,7 @@ import (
 	"github.com/hutch-engine/hutch/engine/spec"
 	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
 	containertypes "github.com/moby/moby/api/types/container"
+	eventtypes "github.com/moby/moby/api/types/events"
 	"github.com/moby/moby/api/types/registry"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
@@ -269,6 +270,8 @@ func (b buildBackend) Archive(ctx context.Context, id, p string) (io.ReadCloser,
 }
 
 // Commit is docker commit with the builder's exact config and history.
+// Each image it stores is announced with an image create event, as
+// Docker's builder announces the images of its steps.
 func (b buildBackend) Commit(ctx context.Context, id string, cfg *containertypes.Config, createdBy, author string) (string, error) {
 	c, err := b.e.containers.Get(ctx, id)
 	if err != nil {
@@ -279,7 +282,12 @@ func (b buildBackend) Commit(ctx context.Context, id string, cfg *containertypes
 		return "", err
 	}
 	img.History.CreatedBy = createdBy
-	return b.e.images.CommitImage(ctx, c.Runtime.RootfsID, img)
+	imageID, err := b.e.images.CommitImage(ctx, c.Runtime.RootfsID, img)
+	if err != nil {
+		return "", err
+	}
+	b.e.imageEvent(eventtypes.ActionCreate, imageID, imageID)
+	return imageID, nil
 }
 
 func (b buildBackend) Remove(ctx context.Context, id string) error {

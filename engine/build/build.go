@@ -64,8 +64,9 @@ type Request struct {
 }
 
 // Output receives the build's progress: lines of text, the progress of
-// pulls, and the final image's ID. Stream may be called from several
-// goroutines at once (a RUN's stdout and stderr).
+// pulls, and the image of each stage built (the last one's is the
+// build's). Stream may be called from several goroutines at once (a RUN's
+// stdout and stderr).
 type Output interface {
 	Stream(text string)
 	Progress(msg jsonstream.Message)
@@ -134,18 +135,16 @@ func Run(ctx context.Context, be Backend, req Request, out Output) (string, erro
 		if err := b.stage(ctx, &stages[i], i); err != nil {
 			return "", err
 		}
-	}
-	// As Docker's classic builder, each --label is one more LABEL step of
-	// the last stage, in the order of the keys.
-	for _, k := range slices.Sorted(maps.Keys(req.Labels)) {
-		text := "LABEL " + k + "=" + req.Labels[k]
-		b.stepHeader(text)
-		if err := b.commitConfig(ctx, text, func(c *containertypes.Config) {
-			c.Labels = mergeLabels(c.Labels, map[string]string{k: req.Labels[k]})
-		}); err != nil {
-			return "", err
+		if i == last {
+			if err := b.labels(ctx); err != nil {
+				return "", err
+			}
 		}
-		b.stream(" ---> %s\n", shortID(b.cur.image))
+		// As Docker's classic builder, every stage ends with its image's
+		// ID as aux (a quiet build sends none: only the final line).
+		if !req.Quiet {
+			out.ImageID(b.cur.image)
+		}
 	}
 	final := b.cur.image
 	if w := b.unusedArgs(); w != "" {
@@ -158,12 +157,27 @@ func Run(ctx context.Context, be Backend, req Request, out Output) (string, erro
 		}
 		b.stream("Successfully tagged %s\n", familiarTag(t))
 	}
-	out.ImageID(final)
 	if req.Quiet {
 		// The one line of a quiet build: the CLI prints it.
 		out.Stream(final + "\n")
 	}
 	return final, nil
+}
+
+// labels runs the --label options: as in Docker's classic builder, each
+// is one more LABEL step of the last stage, in the order of the keys.
+func (b *builder) labels(ctx context.Context) error {
+	for _, k := range slices.Sorted(maps.Keys(b.req.Labels)) {
+		text := "LABEL " + k + "=" + b.req.Labels[k]
+		b.stepHeader(text)
+		if err := b.commitConfig(ctx, text, func(c *containertypes.Config) {
+			c.Labels = mergeLabels(c.Labels, map[string]string{k: b.req.Labels[k]})
+		}); err != nil {
+			return err
+		}
+		b.stream(" ---> %s\n", shortID(b.cur.image))
+	}
+	return nil
 }
 
 // builder is the state of one build.

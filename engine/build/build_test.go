@@ -110,15 +110,23 @@ func (f *fakeBackend) Cached(_ context.Context, parent, createdBy string, cfg *c
 }
 func (f *fakeBackend) Tag(_ context.Context, id, ref string) error { f.tags[ref] = id; return nil }
 
+// recorder keeps the output; an aux ID is written into the text too, as
+// "<aux ID>\n", to show where it came.
 type recorder struct {
 	mu   sync.Mutex
 	text strings.Builder
-	id   string
+	id   string   // the last aux ID
+	ids  []string // every aux ID
 }
 
 func (r *recorder) Stream(s string)             { r.mu.Lock(); r.text.WriteString(s); r.mu.Unlock() }
 func (r *recorder) Progress(jsonstream.Message) {}
-func (r *recorder) ImageID(id string)           { r.id = id }
+func (r *recorder) ImageID(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.id, r.ids = id, append(r.ids, id)
+	fmt.Fprintf(&r.text, "<aux %s>\n", id)
+}
 
 func build(t *testing.T, f *fakeBackend, df string, mod func(*Request)) (Image, *recorder, error) {
 	t.Helper()
@@ -224,6 +232,39 @@ ENV STAGE=three
 	}
 }
 
+// Every stage ends with its image's ID as aux, before the next stage's
+// FROM, as Docker's classic builder emits it; a quiet build sends none.
+func TestStageImageIDs(t *testing.T) {
+	f := newFake()
+	df := "FROM base AS one\nENV STAGE=one\nFROM one AS two\nENV STAGE=two\nFROM base\nENV STAGE=three\n"
+	img, out, err := build(t, f, df, func(r *Request) { r.Labels = map[string]string{"l": "1"} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.ids) != 3 || out.ids[2] != img.ID || out.ids[0] == out.ids[1] || out.ids[1] == out.ids[2] {
+		t.Fatalf("aux IDs %q, image %s", out.ids, img.ID)
+	}
+	text := out.text.String()
+	order := []string{"<aux " + out.ids[0] + ">", "Step 3/7 : FROM one AS two", "<aux " + out.ids[1] + ">", "Step 5/7 : FROM base",
+		"Step 7/7 : LABEL l=1", "<aux " + img.ID + ">", "Successfully built " + shortID(img.ID), "Successfully tagged out:1"}
+	at := 0
+	for _, s := range order {
+		i := strings.Index(text[at:], s)
+		if i < 0 {
+			t.Fatalf("%q missing or out of order in:\n%s", s, text)
+		}
+		at += i
+	}
+	if p := f.parents[out.ids[1]]; p != out.ids[0] {
+		t.Errorf("stage two's image %s is not on stage one's %s (parent %s)", out.ids[1], out.ids[0], p)
+	}
+
+	_, out, err = build(t, f, df, func(r *Request) { r.Quiet = true })
+	if lines := strings.Split(out.text.String(), "\n"); err != nil || len(out.ids) != 0 || len(lines) != 2 || !strings.HasPrefix(lines[0], "sha256:") {
+		t.Errorf("quiet build: aux %q, output %q, %v", out.ids, out.text.String(), err)
+	}
+}
+
 func TestBuildErrors(t *testing.T) {
 	for df, want := range map[string]string{
 		"FROM base\nRUN exit 7\n":                    "The command '/bin/sh -c exit 7' returned a non-zero code: 7",
@@ -308,7 +349,8 @@ func TestStepsNotProbed(t *testing.T) {
 }
 
 // Each --label is a LABEL step of its own after the last stage's, keys in
-// order, with its image's ID after it, as Docker's classic builder does.
+// order, with its image's ID after it and the stage's aux after them, as
+// Docker's classic builder does.
 func TestBuildLabels(t *testing.T) {
 	f := newFake()
 	img, out, err := build(t, f, "FROM base\nLABEL team=hutch\n", func(r *Request) {
@@ -321,8 +363,8 @@ func TestBuildLabels(t *testing.T) {
 		t.Errorf("labels = %v", l)
 	}
 	parent := f.parents[img.ID]
-	want := fmt.Sprintf("Step 3/4 : LABEL a.first=one word\n ---> %s\nStep 4/4 : LABEL z.last=2\n ---> %s\nSuccessfully built %s\n",
-		shortID(parent), shortID(img.ID), shortID(img.ID))
+	want := fmt.Sprintf("Step 3/4 : LABEL a.first=one word\n ---> %s\nStep 4/4 : LABEL z.last=2\n ---> %s\n<aux %s>\nSuccessfully built %s\n",
+		shortID(parent), shortID(img.ID), img.ID, shortID(img.ID))
 	if got := out.text.String(); !strings.Contains(got, want) {
 		t.Errorf("output:\n%s\nwant in it:\n%s", got, want)
 	}
