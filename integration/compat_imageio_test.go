@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -13,9 +14,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/moby/moby/client"
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
 // docker save and docker load as Docker Engine 29 does them (moby's
@@ -122,5 +127,185 @@ func TestCompatImageLoadErrors(t *testing.T) {
 	lr.Close()
 	if string(body) != `{"stream":"Loaded image: `+ref+`\n"}`+"\n" {
 		t.Errorf("quiet load = %s", body)
+	}
+}
+
+// saveFiles saves names through the SDK and returns the archive's files
+// in order, with their dates.
+func saveFiles(t *testing.T, c *client.Client, names ...string) ([]string, map[string][]byte, map[string]time.Time) {
+	t.Helper()
+	rc, err := c.ImageSave(context.Background(), names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	var order []string
+	files, dates := map[string][]byte{}, map[string]time.Time{}
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return order, files, dates
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		order = append(order, h.Name)
+		files[h.Name], dates[h.Name] = b, h.ModTime
+	}
+}
+
+// tarDigest is the digest of a layer's uncompressed tar, and its entries.
+func tarDigest(t *testing.T, b []byte) (digest.Digest, []string) {
+	t.Helper()
+	var names []string
+	tr := tar.NewReader(bytes.NewReader(b))
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return digest.FromBytes(b), names
+		}
+		if err != nil {
+			t.Fatalf("a layer is not a tar: %v", err)
+		}
+		names = append(names, h.Name)
+	}
+}
+
+// TestCompatImageSave: docker save writes Docker's OCI layout beside its
+// manifest.json (moby's TestSaveOCI, TestSaveCheckTimes,
+// TestSaveRepoWithMultipleImages, TestSaveDirectoryPermissions), and
+// docker load takes it back.
+func TestCompatImageSave(t *testing.T) {
+	d, ref := pulled(t)
+	c := d.Client(t)
+	ctx := context.Background()
+	busy, err := c.ImageInspect(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	created, err := time.Parse(time.RFC3339Nano, busy.Created)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, containerdRef, ociRef string }{
+		{ref, ref, "latest"},
+		{busy.ID, "", ""},
+		{busy.RepoDigests[0], "", ""},
+	} {
+		order, files, dates := saveFiles(t, c, tc.name)
+		for _, n := range order {
+			if dates[n].After(created) {
+				t.Errorf("%s: %s dated %s, after the image's %s", tc.name, n, dates[n], created)
+			}
+		}
+		if !slices.Contains(order, "oci-layout") || !slices.Contains(order, "manifest.json") {
+			t.Errorf("%s: entries %q", tc.name, order)
+		}
+		var index ocispec.Index
+		if err := json.Unmarshal(files["index.json"], &index); err != nil || len(index.Manifests) != 1 {
+			t.Fatalf("%s: index.json %s: %v", tc.name, files["index.json"], err)
+		}
+		desc := index.Manifests[0]
+		if desc.Annotations["io.containerd.image.name"] != tc.containerdRef || desc.Annotations[ocispec.AnnotationRefName] != tc.ociRef {
+			t.Errorf("%s: annotations %v", tc.name, desc.Annotations)
+		}
+		var m ocispec.Manifest
+		if err := json.Unmarshal(files["blobs/sha256/"+desc.Digest.Encoded()], &m); err != nil {
+			t.Fatalf("%s: manifest: %v", tc.name, err)
+		}
+		var layers []string
+		for _, l := range m.Layers {
+			b, ok := files["blobs/sha256/"+l.Digest.Encoded()]
+			if !ok || int64(len(b)) != l.Size {
+				t.Errorf("%s: layer %s: %d bytes in the archive, descriptor says %d", tc.name, l.Digest, len(b), l.Size)
+			}
+			dg, _ := tarDigest(t, b)
+			layers = append(layers, dg.String())
+		}
+		var cfg ocispec.Image
+		if err := json.Unmarshal(files["blobs/sha256/"+m.Config.Digest.Encoded()], &cfg); err != nil {
+			t.Fatalf("%s: config: %v", tc.name, err)
+		}
+		var diffIDs []string
+		for _, d := range cfg.RootFS.DiffIDs {
+			diffIDs = append(diffIDs, d.String())
+		}
+		if !slices.Equal(layers, busy.RootFS.Layers) || !slices.Equal(diffIDs, busy.RootFS.Layers) {
+			t.Errorf("%s: layers %q, config diff IDs %q, image %q", tc.name, layers, diffIDs, busy.RootFS.Layers)
+		}
+	}
+
+	// A repository saves every tag; manifest.json names each image's
+	// config, which is in the archive.
+	commit := func(tag string) string {
+		res, err := c.ContainerCreate(ctx, client.ContainerCreateOptions{Config: &container.Config{Image: ref, Cmd: []string{"true"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cr, err := c.ContainerCommit(ctx, res.ID, client.ContainerCommitOptions{Reference: tag})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cr.ID
+	}
+	const repo = "foobar-save-multi-images-test"
+	want := []string{strings.TrimPrefix(busy.ID, "sha256:"), strings.TrimPrefix(commit(repo+":foo"), "sha256:"), strings.TrimPrefix(commit(repo+":bar"), "sha256:")}
+	_, files, _ := saveFiles(t, c, repo, ref)
+	var items []struct {
+		Config   string
+		RepoTags []string
+		Layers   []string
+	}
+	if err := json.Unmarshal(files["manifest.json"], &items); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, it := range items {
+		got = append(got, strings.TrimPrefix(it.Config, "blobs/sha256/"))
+		if _, ok := files[it.Config]; !ok {
+			t.Errorf("no config %s in the archive", it.Config)
+		}
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("manifest.json configs %q, want %q", got, want)
+	}
+
+	// A built layer is in the archive as the directories and files it
+	// holds.
+	_, _, _ = classicBuild(t, c, "FROM "+ref+"\nRUN mkdir -p /opt/a/b && chown -R 1000:1000 /opt/a\nRUN touch /opt/a/b/c && chown 1000:1000 /opt/a/b/c\n",
+		client.ImageBuildOptions{Tags: []string{"perms:1"}, Remove: true})
+	_, files, _ = saveFiles(t, c, "perms:1")
+	items = nil
+	if err := json.Unmarshal(files["manifest.json"], &items); err != nil || len(items) != 1 {
+		t.Fatalf("manifest.json %s: %v", files["manifest.json"], err)
+	}
+	found := false
+	for _, p := range items[0].Layers {
+		_, entries := tarDigest(t, files[p])
+		entries = slices.DeleteFunc(entries, func(e string) bool { return strings.Contains(e, "dev/") })
+		found = found || slices.Equal(entries, []string{"opt/", "opt/a/", "opt/a/b/", "opt/a/b/c"})
+	}
+	if !found {
+		t.Errorf("no layer of perms:1 lists opt/a/b/c: %q", items[0].Layers)
+	}
+
+	// docker load takes the archive back.
+	path := filepath.Join(t.TempDir(), "saved.tar")
+	must(t, d, "save", "-o", path, ref, "perms:1")
+	must(t, d, "rmi", "perms:1")
+	out := lines(must(t, d, "load", "-i", path))
+	slices.Sort(out)
+	if !slices.Equal(out, []string{"Loaded image: " + ref, "Loaded image: perms:1"}) {
+		t.Errorf("docker load = %q", out)
+	}
+	if got := must(t, d, "run", "--rm", "perms:1", "stat", "-c", "%u", "/opt/a/b/c"); got != "1000" {
+		t.Errorf("owner of the loaded image's file = %q", got)
 	}
 }

@@ -14,17 +14,13 @@ import (
 	"github.com/hutch-engine/hutch/engine"
 	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/opencontainers/go-digest"
-	"go.podman.io/image/v5/copy"
 	"go.podman.io/image/v5/docker/archive"
-	imgref "go.podman.io/image/v5/docker/reference"
-	istorage "go.podman.io/image/v5/storage"
 	"go.podman.io/image/v5/types"
 )
 
-// `docker load` and `docker save` go through containers/image's
-// docker-archive transport, which reads both the legacy layout and the
-// OCI-based one Docker writes since 25.0, and writes the legacy one every
-// Docker loads.
+// `docker load` goes through containers/image's docker-archive transport,
+// which reads both the legacy layout and the OCI-based one Docker writes
+// since 25.0 (save.go writes it).
 
 // LoadImages stores the images of a docker-archive read from r. The archive
 // is spooled to a file first: the format needs random access. An archive
@@ -157,90 +153,6 @@ func (s *Store) loadOne(ctx context.Context, sys *types.SystemContext, refs []ty
 		}
 	}
 	return li, nil
-}
-
-// SaveImages writes the images to w as a docker-archive. The transport
-// writes to a path; a pipe's /proc/self/fd path lets it stream into w
-// instead of through a temporary file as large as the images. If w fails,
-// closing the pipe's read end fails the writer and the copy stops.
-func (s *Store) SaveImages(ctx context.Context, images []engine.SaveImage, w io.Writer) error {
-	sys, err := s.systemContext(ctx, "", PullOptions{})
-	if err != nil {
-		return err
-	}
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		return fmt.Errorf("storage: %w", err)
-	}
-	defer pr.Close()
-	aw, err := archive.NewWriter(sys, fmt.Sprintf("/proc/self/fd/%d", pw.Fd()))
-	pw.Close() // the writer opened its own descriptor of the pipe
-	if err != nil {
-		return fmt.Errorf("storage: opening the archive writer: %w", err)
-	}
-	done := make(chan error, 1)
-	go func() {
-		err := s.saveAll(ctx, sys, aw, images)
-		if cerr := aw.Close(); err == nil {
-			err = cerr
-		}
-		done <- err
-	}()
-	_, werr := io.Copy(w, pr)
-	pr.Close()
-	err = <-done
-	if werr != nil {
-		return fmt.Errorf("writing the archive: %w", werr)
-	}
-	return err
-}
-
-func (s *Store) saveAll(ctx context.Context, sys *types.SystemContext, aw *archive.Writer, images []engine.SaveImage) error {
-	policy, err := acceptAnything()
-	if err != nil {
-		return err
-	}
-	defer policy.Destroy()
-	for _, img := range images {
-		src, err := istorage.Transport.NewStoreReference(s.cs, nil, hexOf(img.ID))
-		if err != nil {
-			return err
-		}
-		// One copy per image: the writer cannot write an image twice, so
-		// the other tags go in as additional tags.
-		var tags []imgref.NamedTagged
-		for _, n := range img.Names {
-			named, err := imgref.ParseNormalizedNamed(n)
-			if err != nil {
-				return invalidReference(err)
-			}
-			nt, ok := named.(imgref.NamedTagged)
-			if !ok {
-				return fmt.Errorf("storage: %q is not a tagged name: %w", n, errdefs.ErrInvalidArgument)
-			}
-			tags = append(tags, nt)
-		}
-		var first imgref.NamedTagged
-		dsys := *sys
-		if len(tags) > 0 {
-			first, dsys.DockerArchiveAdditionalTags = tags[0], tags[1:]
-		}
-		dest, err := aw.NewReference(first)
-		if err != nil {
-			return err
-		}
-		if _, err := copy.Image(ctx, policy, dest, src, &copy.Options{
-			SourceCtx:        sys,
-			DestinationCtx:   &dsys,
-			RemoveSignatures: true,
-		}); err != nil {
-			if errors.Is(err, context.Canceled) {
-				return err
-			}
-			return fmt.Errorf("saving image %s: %w", img.ID, err)
-		}
-	}
-	return nil
 }
 
 // loadingLayer turns the progress of a load's copy into Docker's
