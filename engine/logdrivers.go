@@ -156,11 +156,13 @@ func logRotation(lc containertypes.LogConfig) (jsonlog.Rotation, error) {
 			}
 		}
 	}
-	if rot.MaxFiles > 1 && rot.MaxSize == 0 {
-		return invalid("max-file cannot be set without max-size")
-	}
 	if compress && (rot.MaxFiles < 2 || rot.MaxSize == 0) {
 		return invalid("compress cannot be true when max-file is less than 2 or max-size is not set")
+	}
+	if rot.MaxSize == 0 {
+		// As Docker's json-file: without a size to rotate at, there is one
+		// file whatever max-file says.
+		rot.MaxFiles = 0
 	}
 	rot.Compress = compress
 	return rot, nil
