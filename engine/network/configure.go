@@ -47,35 +47,64 @@ func (m *Manager) Configure(ctx context.Context, c *container.Container, nc *net
 	}
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	primary, err := m.find(primaryNetwork(mode))
+	// As Docker, a network need not exist yet when the container is made
+	// on it: the start connects the container to the networks its record
+	// names, and fails on one that is still missing. One that exists has
+	// the endpoint's settings checked against it now.
+	primaryName := primaryNetwork(mode)
+	primary, err := m.findAtCreate(primaryName)
 	if err != nil {
 		return nil, err
 	}
-	names := []string{primary.Name}
-	for ref := range eps {
-		n, err := m.find(ref)
+	if primary != nil {
+		primaryName = primary.Name
+	}
+	if primary != nil && !primary.IsBridge() {
+		// host and none: the container has no interface of its own to
+		// put on another network.
+		names := []string{primaryName}
+		for ref := range eps {
+			if n, _ := m.findAtCreate(ref); n == nil || n.ID != primary.ID {
+				names = append(names, ref)
+			}
+		}
+		if len(names) > 1 {
+			slices.Sort(names)
+			return nil, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("Container cannot be connected to network endpoints: %s", strings.Join(names, ", ")))
+		}
+	}
+	for ref, cfg := range eps {
+		n, err := m.findAtCreate(ref)
 		if err != nil {
 			return nil, err
 		}
-		if n.ID != primary.ID {
-			names = append(names, n.Name)
+		if n == nil {
+			out.Networks[ref] = configOnly("", cfg)
+			continue
 		}
-	}
-	if len(names) > 1 && !primary.IsBridge() {
-		slices.Sort(names)
-		return nil, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("Container cannot be connected to network endpoints: %s", strings.Join(names, ", ")))
-	}
-	for ref, cfg := range eps {
-		n, _ := m.find(ref)
 		if err := validateEndpoint(n, cfg); err != nil {
 			return nil, err
 		}
-		out.Networks[n.Name] = configOnly(n, cfg)
+		out.Networks[n.Name] = configOnly(n.ID, cfg)
 	}
-	if out.Networks[primary.Name] == nil {
-		out.Networks[primary.Name] = &network.EndpointSettings{NetworkID: primary.ID}
+	if out.Networks[primaryName] == nil {
+		ep := &network.EndpointSettings{}
+		if primary != nil {
+			ep.NetworkID = primary.ID
+		}
+		out.Networks[primaryName] = ep
 	}
 	return out, nil
+}
+
+// findAtCreate is find for a create: a network that does not exist (yet)
+// is nil, not an error.
+func (m *Manager) findAtCreate(ref string) (*netState, error) {
+	n, err := m.find(ref)
+	if errdefs.IsNotFound(err) {
+		return nil, nil
+	}
+	return n, err
 }
 
 // validateEndpoint checks an endpoint config against its network, with
@@ -113,9 +142,10 @@ func validateEndpoint(n *netState, cfg *network.EndpointSettings) error {
 	return nil
 }
 
-// configOnly keeps the configuration part of an endpoint config.
-func configOnly(n *netState, cfg *network.EndpointSettings) *network.EndpointSettings {
-	out := &network.EndpointSettings{NetworkID: n.ID}
+// configOnly keeps the configuration part of an endpoint config, on the
+// network of that ID ("" for one that does not exist yet).
+func configOnly(networkID string, cfg *network.EndpointSettings) *network.EndpointSettings {
+	out := &network.EndpointSettings{NetworkID: networkID}
 	if cfg != nil {
 		out.IPAMConfig = cfg.IPAMConfig.Copy()
 		out.Links = slices.Clone(cfg.Links)

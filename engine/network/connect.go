@@ -46,7 +46,7 @@ func (m *Manager) Connect(ctx context.Context, c *container.Container, ref strin
 	}
 	sb := m.sandboxes[c.ID]
 	if sb == nil || m.drv == nil {
-		return n.Name, configOnly(n, cfg), nil
+		return n.Name, configOnly(n.ID, cfg), nil
 	}
 	ep, err := m.plugLocked(ctx, sb, n, c, cfg, false)
 	if err != nil {

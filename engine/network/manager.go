@@ -509,7 +509,7 @@ func (m *Manager) setupLocked(ctx context.Context, n *netState) error {
 
 // endpointSettings is an endpoint as inspect shows it.
 func endpointSettings(n *netState, ep *Endpoint, cfg *network.EndpointSettings) *network.EndpointSettings {
-	out := configOnly(n, cfg)
+	out := configOnly(n.ID, cfg)
 	out.EndpointID = ep.ID
 	out.Gateway = n.Gateway
 	out.IPAddress = ep.IP

@@ -79,12 +79,15 @@ func TestConfigure(t *testing.T) {
 		{name: "user network", mode: "mynet", eps: map[string]*network.EndpointSettings{"mynet": {Aliases: []string{"db"}}}, nets: []string{"mynet"}},
 		{name: "two networks", mode: "bridge", eps: map[string]*network.EndpointSettings{"mynet": nil}, nets: []string{"bridge", "mynet"}},
 		{name: "static address", mode: "mynet", eps: map[string]*network.EndpointSettings{"mynet": static("10.9.0.9")}, nets: []string{"mynet"}},
-		{name: "unknown network", mode: "nosuch", err: errdefs.ErrNotFound, text: "network nosuch not found"},
-		{name: "unknown extra network", mode: "bridge", eps: map[string]*network.EndpointSettings{"nosuch": nil}, err: errdefs.ErrNotFound},
+		// As Docker, networks need not exist until the start.
+		{name: "unknown network", mode: "nosuch", nets: []string{"nosuch"}},
+		{name: "unknown extra network", mode: "bridge", eps: map[string]*network.EndpointSettings{"nosuch": nil}, nets: []string{"bridge", "nosuch"}},
+		{name: "several user networks", mode: "mynet", eps: map[string]*network.EndpointSettings{"mynet": nil, "net1": nil, "net2": {Aliases: []string{"x"}}}, nets: []string{"mynet", "net1", "net2"}},
 		{name: "alias on the default bridge", mode: "bridge", eps: map[string]*network.EndpointSettings{"bridge": {Aliases: []string{"a"}}}, err: errdefs.ErrInvalidArgument, text: "network-scoped alias is supported only for containers in user defined networks"},
 		{name: "address on the default bridge", mode: "bridge", eps: map[string]*network.EndpointSettings{"bridge": static("172.17.0.9")}, err: errdefs.ErrInvalidArgument, text: "user specified IP address is supported on user defined networks only"},
 		{name: "address outside the subnet", mode: "mynet", eps: map[string]*network.EndpointSettings{"mynet": static("10.8.0.9")}, err: errdefs.ErrInvalidArgument, text: "no configured subnet or ip-range contain the IP address 10.8.0.9"},
 		{name: "host and a network", mode: "host", eps: map[string]*network.EndpointSettings{"mynet": nil}, err: errdefs.ErrInvalidArgument, text: "Container cannot be connected to network endpoints: host, mynet"},
+		{name: "none and a network to be", mode: "none", eps: map[string]*network.EndpointSettings{"nosuch": nil}, err: errdefs.ErrInvalidArgument, text: "Container cannot be connected to network endpoints: none, nosuch"},
 		{name: "container alone", mode: "container:abc", nets: []string{}},
 		{name: "sctp port", mode: "bridge", pb: network.PortMap{network.MustParsePort("80/sctp"): {{}}}, err: errdefs.ErrNotImplemented},
 	}
@@ -104,7 +107,7 @@ func TestConfigure(t *testing.T) {
 			var names []string
 			for name, ep := range ns.Networks {
 				names = append(names, name)
-				if ep.NetworkID == "" || ep.IPAddress.IsValid() {
+				if (ep.NetworkID == "") != (name == "nosuch" || name == "net1" || name == "net2") || ep.IPAddress.IsValid() {
 					t.Errorf("endpoint config %s: %+v", name, ep)
 				}
 			}
@@ -369,6 +372,39 @@ func TestAttachBridgeAndUserNetwork(t *testing.T) {
 	}
 	if !att.EmbeddedDNS || !slices.Equal(att.Nameservers, []string{app.Gateway.String()}) || !slices.Equal(att.DNSOptions, []string{"ndots:0"}) {
 		t.Errorf("resolver %+v, want app's gateway %s", att, app.Gateway)
+	}
+}
+
+// A network named at create need only exist when the container starts,
+// as in Docker: the start fails while it is missing, and connects the
+// container to it once it is made.
+func TestAttachNetworkMadeAfterCreate(t *testing.T) {
+	m := newManager(t, newFake())
+	ctx := context.Background()
+	if _, err := m.NetworkCreate(ctx, network.CreateRequest{Name: "app"}); err != nil {
+		t.Fatal(err)
+	}
+	c := testContainer("late", &containertypes.HostConfig{NetworkMode: "app"})
+	ns, err := m.Configure(ctx, c, &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
+		"app": {}, "later": {Aliases: []string{"l"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.NetworkSettings = ns
+	if _, err := m.Attach(ctx, c); !errors.Is(err, errdefs.ErrNotFound) || err.Error() != "network later not found" {
+		t.Fatalf("start before the network is made: %v", err)
+	}
+	if _, err := m.NetworkCreate(ctx, network.CreateRequest{Name: "later"}); err != nil {
+		t.Fatal(err)
+	}
+	att, err := m.Attach(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := att.Settings.Networks["later"]
+	if att.Settings.Networks["app"] == nil || later == nil || len(att.Addrs) != 2 || !slices.Equal(later.Aliases, []string{"l"}) {
+		t.Errorf("networks %v, addresses %v", att.Settings.Networks, att.Addrs)
 	}
 }
 
