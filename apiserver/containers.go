@@ -3,7 +3,9 @@ package apiserver
 import (
 	"context"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -45,6 +47,9 @@ func (s *Server) containerCreate(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeRequiredJSON(w, r, &req); err != nil {
 		return err
 	}
+	if err := adaptCreateRequest(APIVersion(r.Context()), &req); err != nil {
+		return err
+	}
 	resp, err := s.backend.ContainerCreate(r.Context(), engine.CreateRequest{
 		Name:             r.URL.Query().Get("name"),
 		Config:           req.Config,
@@ -56,6 +61,26 @@ func (s *Server) containerCreate(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return writeJSON(w, http.StatusCreated, resp)
+}
+
+// adaptCreateRequest gives a create request of an older API version the
+// meaning it had then, as Docker's API server does: before 1.40 a
+// container's IPC namespace is shareable unless it asks otherwise, and
+// before 1.44 a container is created on one network at most.
+func adaptCreateRequest(version string, req *containertypes.CreateRequest) error {
+	if versionLess(version, "1.40") {
+		if req.HostConfig == nil {
+			req.HostConfig = &containertypes.HostConfig{}
+		}
+		if req.HostConfig.IpcMode.IsEmpty() {
+			req.HostConfig.IpcMode = containertypes.IPCModeShareable
+		}
+	}
+	if nc := req.NetworkingConfig; nc != nil && versionLess(version, "1.44") && len(nc.EndpointsConfig) > 1 {
+		names := slices.Sorted(maps.Keys(nc.EndpointsConfig))
+		return errdefs.ErrInvalidArgument.WithMessage("Container cannot be created with multiple network endpoints: " + strings.Join(names, ", "))
+	}
+	return nil
 }
 
 func (s *Server) containerStart(w http.ResponseWriter, r *http.Request) error {

@@ -53,6 +53,9 @@ func (e *Engine) ContainerCreate(ctx context.Context, req CreateRequest) (contai
 	if err := validateHostConfig(hc); err != nil {
 		return containertypes.CreateResponse{}, err
 	}
+	if err := checkCreate(req.Config, hc); err != nil {
+		return containertypes.CreateResponse{}, err
+	}
 	if err := e.mergeLogConfig(&hc.LogConfig); err != nil {
 		return containertypes.CreateResponse{}, err
 	}
@@ -60,6 +63,9 @@ func (e *Engine) ContainerCreate(ctx context.Context, req CreateRequest) (contai
 		return containertypes.CreateResponse{}, err
 	}
 	if err := validateHealthcheck(req.Config.Healthcheck); err != nil {
+		return containertypes.CreateResponse{}, err
+	}
+	if err := e.checkSharedNamespaces(ctx, hc); err != nil {
 		return containertypes.CreateResponse{}, err
 	}
 	if e.images == nil {
@@ -83,6 +89,7 @@ func (e *Engine) ContainerCreate(ctx context.Context, req CreateRequest) (contai
 	if err != nil {
 		return containertypes.CreateResponse{}, err
 	}
+	fillCreateDefaults(hc, spec.DefaultMaskedPaths(), spec.DefaultReadonlyPaths())
 	id := container.NewID()
 	if cfg.Hostname == "" && hc.NetworkMode != "host" {
 		cfg.Hostname = id[:12]

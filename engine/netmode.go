@@ -37,5 +37,8 @@ func validateNetMode(cfg *containertypes.Config, hc *containertypes.HostConfig) 
 	if hc.UTSMode.IsHost() && cfg.Hostname != "" {
 		return invalid("conflicting options: hostname and the UTS mode")
 	}
+	if mode.IsHost() && len(hc.Links) > 0 {
+		return invalid("conflicting options: host type networking can't be used with links. This would result in undefined behavior")
+	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/containerd/errdefs"
 	"github.com/hutch-engine/hutch/engine/container"
+	containertypes "github.com/moby/moby/api/types/container"
 )
 
 // sharedNamespace resolves --pid container:<ref> (kind "pid") or --ipc
@@ -26,4 +27,22 @@ func (e *Engine) sharedNamespace(ctx context.Context, c *container.Container, ki
 		return nil, "", errdefs.ErrConflict.WithMessage(fmt.Sprintf("container %s is not running", other.ID))
 	}
 	return other, fmt.Sprintf("/proc/%d/ns/%s", other.State.Pid, kind), nil
+}
+
+// checkSharedNamespaces refuses at create a --pid or --ipc
+// container:<ref> naming no container, as Docker does (a bad parameter,
+// so that the CLI does not go looking for the image); whether it runs is
+// the start's business.
+func (e *Engine) checkSharedNamespaces(ctx context.Context, hc *containertypes.HostConfig) error {
+	for _, ref := range []string{hc.IpcMode.Container(), hc.PidMode.Container()} {
+		if ref == "" {
+			continue
+		}
+		if _, err := e.containers.Get(ctx, ref); errdefs.IsNotFound(err) {
+			return errdefs.ErrInvalidArgument.WithMessage(err.Error())
+		} else if err != nil {
+			return err
+		}
+	}
+	return nil
 }

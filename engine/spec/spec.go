@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"os"
@@ -399,8 +400,8 @@ func (b *builder) linux() error {
 		l.Sysctl = sysctl
 	}
 	if !hc.Privileged {
-		l.MaskedPaths = slices.Clone(maskedPaths())
-		l.ReadonlyPaths = []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}
+		l.MaskedPaths = DefaultMaskedPaths()
+		l.ReadonlyPaths = DefaultReadonlyPaths()
 	}
 	if hc.MaskedPaths != nil {
 		l.MaskedPaths = append([]string{}, hc.MaskedPaths...)
@@ -412,6 +413,16 @@ func (b *builder) linux() error {
 		b.spec.Annotations = maps.Clone(hc.Annotations)
 	}
 	return nil
+}
+
+// DefaultMaskedPaths are the paths an unprivileged container cannot see,
+// Docker's list (which the engine records at create, as Docker does).
+func DefaultMaskedPaths() []string { return slices.Clone(maskedPaths()) }
+
+// DefaultReadonlyPaths are the paths an unprivileged container cannot
+// write, Docker's list.
+func DefaultReadonlyPaths() []string {
+	return []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}
 }
 
 // maskedPaths is Docker's list, with the per-CPU thermal_throttle
@@ -432,8 +443,18 @@ var maskedPaths = sync.OnceValue(func() []string {
 		"/sys/firmware",
 	}
 	thermal, _ := filepath.Glob("/sys/devices/system/cpu/cpu[0-9]*/thermal_throttle")
+	// In CPU order, as Docker lists them (and inspect shows them): cpu2
+	// before cpu10.
+	slices.SortFunc(thermal, func(a, b string) int { return cmp.Compare(cpuNumber(a), cpuNumber(b)) })
 	return append(p, thermal...)
 })
+
+// cpuNumber is the n of /sys/devices/system/cpu/cpu<n>/….
+func cpuNumber(path string) int {
+	rest, _ := strings.CutPrefix(path, "/sys/devices/system/cpu/cpu")
+	n, _ := strconv.Atoi(strings.SplitN(rest, "/", 2)[0])
+	return n
+}
 
 func (b *builder) fileSystem() error {
 	if b.hc.ShmSize < 0 {
