@@ -265,6 +265,7 @@ func (e *Engine) ContainerInspect(ctx context.Context, ref string) (containertyp
 		return containertypes.InspectResponse{}, err
 	}
 	resp := c.Inspect()
+	resp.HostConfig.Links = e.inspectLinks(ctx, c)
 	if c.Runtime.RootfsID != "" && resp.GraphDriver != nil {
 		// As Docker: the layer's directories (LowerDir, UpperDir…).
 		if data, err := e.images.RootfsDriverData(ctx, c.Runtime.RootfsID); err == nil {
@@ -325,9 +326,17 @@ func (e *Engine) ContainerList(ctx context.Context, req ListRequest) ([]containe
 		return nil, err
 	}
 	now := time.Now()
+	linkNames := e.containers.LinkNames()
 	out := make([]containertypes.Summary, 0, len(list))
 	for _, c := range list {
-		out = append(out, c.SummaryAt(now))
+		s := c.SummaryAt(now)
+		if extra := linkNames[c.ID]; len(extra) > 0 {
+			// As Docker lists a container's names: its own and its links',
+			// sorted.
+			s.Names = append(s.Names, extra...)
+			slices.Sort(s.Names)
+		}
+		out = append(out, s)
 	}
 	return out, nil
 }

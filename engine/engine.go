@@ -66,6 +66,10 @@ type Options struct {
 	// domains or options gets, each apart (daemon.json's dns, dns-search
 	// and dns-opts).
 	DNS DNSConfig
+	// LegacyLinkEnv sets the environment variables of legacy links in the
+	// linking container, as Docker 29 does only when its daemon runs with
+	// DOCKER_KEEP_DEPRECATED_LEGACY_LINKS_ENV_VARS=1.
+	LegacyLinkEnv bool
 }
 
 // Engine is the daemon's domain service.

@@ -25,7 +25,7 @@ const (
 // writeEtcFiles writes the container's /etc/hostname, /etc/hosts and
 // /etc/resolv.conf in its bundle directory; the spec bind-mounts them.
 // The network attachment gives the addresses and resolvers; links are
-// the lines of --link (linkHosts).
+// the lines of --link (legacyLinks).
 //
 // They are made anew at every start, so they need not outlive a reboot:
 // the bundle directory is in the runtime dir (tmpfs), not beside the

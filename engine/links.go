@@ -16,13 +16,16 @@ import (
 // Legacy links (--link name[:alias], compose's links:) on the default
 // bridge: at each start, the linked container's address goes into
 // /etc/hosts under the alias, the container's hostname and its name, as
-// Docker writes them; the linked container must run. Docker no longer
-// sets the links' environment variables unless its daemon is told to
-// (DOCKER_KEEP_DEPRECATED_LEGACY_LINKS_ENV_VARS), and hutch sets none. On
-// a user network the CLI sends --link as the endpoint's links: aliases the
-// embedded DNS answers for that container alone (engine/network).
-// Unlike Docker, a link follows the name: a linked container renamed is
-// not found at the next start.
+// Docker writes them; the linked container must run. Each link gives the
+// linked container the name /parent/alias, which docker ps lists and the
+// name filter matches, and inspect shows the links as
+// /linked:/parent/alias. Docker 29 sets the links' environment variables
+// (ALIAS_PORT, ALIAS_NAME, ALIAS_ENV_…) only when its daemon runs with
+// DOCKER_KEEP_DEPRECATED_LEGACY_LINKS_ENV_VARS=1, and so does hutch
+// (Options.LegacyLinkEnv). On a user network the CLI sends --link as the
+// endpoint's links: aliases the embedded DNS answers for that container
+// alone (engine/network). Unlike Docker, a link follows the name: a
+// linked container renamed is not found at the next start.
 
 // defaultBridge is the network a container without --network is on.
 const defaultBridge = "bridge"
@@ -30,7 +33,7 @@ const defaultBridge = "bridge"
 // onDefaultBridge reports whether a container of this network mode is on
 // the default bridge, where links are Docker's legacy links.
 func onDefaultBridge(mode containertypes.NetworkMode) bool {
-	return mode == "" || mode.IsDefault() || mode.IsBridge()
+	return container.OnDefaultBridge(mode)
 }
 
 // checkLinks checks at create what the container links to: each must
@@ -75,24 +78,24 @@ func (e *Engine) linkedContainer(ctx context.Context, name string) (*container.C
 	}
 }
 
-// linkHosts are the /etc/hosts lines of c's links at its start.
-func (e *Engine) linkHosts(ctx context.Context, c *container.Container) ([]string, error) {
+// legacyLinks are, at c's start, the /etc/hosts lines of its links and,
+// when the daemon keeps them, their environment variables.
+func (e *Engine) legacyLinks(ctx context.Context, c *container.Container) (hosts, env []string, err error) {
 	if !onDefaultBridge(c.HostConfig.NetworkMode) {
-		return nil, nil
+		return nil, nil, nil
 	}
-	var lines []string
 	for _, l := range c.HostConfig.Links {
 		name, alias, err := container.ParseLink(l)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		child, err := e.linkedContainer(ctx, name)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if !child.State.Running() {
 			// Docker's 500.
-			return nil, errdefs.ErrUnknown.WithMessage(fmt.Sprintf("Cannot link to a non running container: %s AS %s/%s", child.Name, c.Name, alias))
+			return nil, nil, errdefs.ErrUnknown.WithMessage(fmt.Sprintf("Cannot link to a non running container: %s AS %s/%s", child.Name, c.Name, alias))
 		}
 		ip := ""
 		if ns := child.NetworkSettings; ns != nil {
@@ -101,15 +104,42 @@ func (e *Engine) linkHosts(ctx context.Context, c *container.Container) ([]strin
 			}
 		}
 		if ip == "" {
-			return nil, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("Cannot link to %s, as it does not belong to the default network", child.Name))
+			return nil, nil, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("Cannot link to %s, as it does not belong to the default network", child.Name))
 		}
 		names := alias + " " + child.Config.Hostname
 		if own := strings.TrimPrefix(child.Name, "/"); alias != own {
 			names += " " + own
 		}
-		lines = append(lines, ip+"\t"+names)
+		hosts = append(hosts, ip+"\t"+names)
+		if e.opts.LegacyLinkEnv {
+			env = append(env, linkEnv(path.Join(c.Name, alias), ip, child.Config)...)
+		}
 	}
-	return lines, nil
+	return hosts, env, nil
+}
+
+// inspectLinks are c's links as Docker's inspect shows them,
+// /linked:/parent/alias, for a container on the default bridge; elsewhere
+// links are no legacy links, and inspect shows none.
+func (e *Engine) inspectLinks(ctx context.Context, c *container.Container) []string {
+	if c.HostConfig == nil || !onDefaultBridge(c.HostConfig.NetworkMode) {
+		return nil
+	}
+	var out []string
+	for _, l := range c.HostConfig.Links {
+		name, alias, err := container.ParseLink(l)
+		if err != nil {
+			continue
+		}
+		// The link shows the container it reaches, by the name that
+		// container has now; one gone since keeps the name linked to.
+		linked := "/" + name
+		if child, err := e.linkedContainer(ctx, name); err == nil {
+			linked = child.Name
+		}
+		out = append(out, linked+":"+path.Join(c.Name, alias))
+	}
+	return out
 }
 
 // RemoveLink is docker rm --link /parent/alias: the parent's link of that

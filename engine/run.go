@@ -309,7 +309,7 @@ func (e *Engine) startShim(ctx context.Context, c *container.Container) (*shim.C
 			releaseVolumes()
 		}
 	}()
-	links, err := e.linkHosts(ctx, c)
+	links, linkEnv, err := e.legacyLinks(ctx, c)
 	if err != nil {
 		return nil, err
 	}
@@ -340,6 +340,7 @@ func (e *Engine) startShim(ctx context.Context, c *container.Container) (*shim.C
 		Hostname:   c.Config.Hostname,
 		NetNSPath:  att.NetNSPath,
 		EtcFiles:   etc,
+		LinkEnv:    linkEnv,
 		Volumes:    volumeDirs(c),
 		Inherited:  inheritedMounts(c),
 		Rootless:   e.opts.Rootless,

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -112,6 +113,7 @@ func patterns(values []string) []pattern {
 type listFilter struct {
 	ids         []string
 	names       []pattern
+	linkNames   map[string][]string // by ID, for names: the links' (LinkNames)
 	labels      []string
 	annotations []string
 	statuses    map[Status]bool
@@ -229,7 +231,7 @@ func (lf *listFilter) match(c *Container, ancestors map[string]bool) bool {
 	if len(lf.ids) > 0 && !anyPrefix(c.ID, lf.ids) {
 		return false
 	}
-	if len(lf.names) > 0 && !matchName(lf.names, c.Name) {
+	if len(lf.names) > 0 && !matchName(lf.names, c.Name) && !slices.ContainsFunc(lf.linkNames[c.ID], func(n string) bool { return matchName(lf.names, n) }) {
 		return false
 	}
 	if len(lf.labels) > 0 && !MatchLabels(lf.labels, c.labels()) {

@@ -49,6 +49,9 @@ func (s *Store) List(ctx context.Context, opts ListOptions) ([]*Container, error
 	if err == nil && lf.since != nil {
 		since, err = s.resolveLocked(*lf.since)
 	}
+	if len(lf.names) > 0 {
+		lf.linkNames = s.linkNamesLocked()
+	}
 	s.mu.RUnlock()
 	if err != nil {
 		return nil, err

@@ -185,14 +185,15 @@ func commandLine(c *container.Config) []string {
 }
 
 // processEnv is the environment of the container's process: Docker's
-// defaults (PATH, HOSTNAME, TERM with a tty) replaced or extended by the
-// config's variables; a variable given without "=" removes that name.
-func processEnv(c *container.Config, hostname string) []string {
+// defaults (PATH, HOSTNAME, TERM with a tty) and the links' variables,
+// replaced or extended by the config's variables; a variable given without
+// "=" removes that name.
+func processEnv(c *container.Config, hostname string, linkEnv []string) []string {
 	env := []string{"PATH=" + DefaultPath, "HOSTNAME=" + hostname}
 	if c.Tty {
 		env = append(env, "TERM=xterm")
 	}
-	return OverrideEnv(env, c.Env)
+	return OverrideEnv(append(env, linkEnv...), c.Env)
 }
 
 // OverrideEnv applies overrides to env, Docker's way: KEY=value replaces

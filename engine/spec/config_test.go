@@ -160,9 +160,12 @@ func TestProcessEnv(t *testing.T) {
 	tests := []struct {
 		name string
 		cfg  container.Config
+		link []string
 		want []string
 	}{
 		{name: "defaults", want: []string{"PATH=" + DefaultPath, "HOSTNAME=h"}},
+		{name: "links before the config", cfg: container.Config{Tty: true, Env: []string{"DB_NAME=mine", "A=1"}}, link: []string{"DB_NAME=/web/db", "DB_PORT=tcp://10.0.0.2:80"},
+			want: []string{"PATH=" + DefaultPath, "HOSTNAME=h", "TERM=xterm", "DB_NAME=mine", "DB_PORT=tcp://10.0.0.2:80", "A=1"}},
 		{name: "tty", cfg: container.Config{Tty: true}, want: []string{"PATH=" + DefaultPath, "HOSTNAME=h", "TERM=xterm"}},
 		{name: "path replaced in place", cfg: container.Config{Env: []string{"A=1", "PATH=/bin"}}, want: []string{"PATH=/bin", "HOSTNAME=h", "A=1"}},
 		{name: "term overridable", cfg: container.Config{Tty: true, Env: []string{"TERM=vt100"}}, want: []string{"PATH=" + DefaultPath, "HOSTNAME=h", "TERM=vt100"}},
@@ -173,7 +176,7 @@ func TestProcessEnv(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := processEnv(&tt.cfg, "h"); !slices.Equal(got, tt.want) {
+			if got := processEnv(&tt.cfg, "h", tt.link); !slices.Equal(got, tt.want) {
 				t.Errorf("env = %q, want %q", got, tt.want)
 			}
 		})

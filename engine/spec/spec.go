@@ -61,6 +61,9 @@ type Input struct {
 	// EtcFiles are bind-mounted over /etc/hosts, /etc/hostname and
 	// /etc/resolv.conf.
 	EtcFiles EtcFiles
+	// LinkEnv are the environment variables of the container's legacy
+	// links, which its own variables override.
+	LinkEnv []string
 	// Volumes are the directories of the container's volumes by
 	// destination: those of its volume mounts (Binds, Mounts) and of its
 	// anonymous volumes (Config.Volumes), which are mounted where no
@@ -343,7 +346,7 @@ func (b *builder) process() error {
 		b.spec.Hostname = hostname
 		b.spec.Domainname = cfg.Domainname
 	}
-	p.Env = processEnv(cfg, hostname)
+	p.Env = processEnv(cfg, hostname, b.in.LinkEnv)
 	if p.Cwd, err = workingDir(cfg); err != nil {
 		return err
 	}
