@@ -41,18 +41,20 @@ func (s *Server) containerAttach(w http.ResponseWriter, r *http.Request) error {
 		ct = "application/vnd.docker.raw-stream"
 	}
 	head := fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Type: %s\r\n\r\n", ct)
-	if r.Header.Get("Upgrade") != "" {
+	upgraded := r.Header.Get("Upgrade") != ""
+	if upgraded {
 		head = fmt.Sprintf("HTTP/1.1 101 UPGRADED\r\nContent-Type: %s\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n", ct)
 	}
-	out := &headWriter{conn: conn, head: head}
+	out := &headWriter{conn: conn, head: head, upgraded: upgraded}
 	stdout, stderr := streams(out, tty)
 	req := engine.AttachRequest{
-		Stream:   queryBool(r, "stream"),
-		Logs:     queryBool(r, "logs"),
-		Stdin:    queryBool(r, "stdin"),
-		Stdout:   queryBool(r, "stdout"),
-		Stderr:   queryBool(r, "stderr"),
-		Attached: func() { out.sendHead() },
+		Stream:     queryBool(r, "stream"),
+		Logs:       queryBool(r, "logs"),
+		Stdin:      queryBool(r, "stdin"),
+		Stdout:     queryBool(r, "stdout"),
+		Stderr:     queryBool(r, "stderr"),
+		DetachKeys: r.URL.Query().Get("detachKeys"),
+		Attached:   func() { out.sendHead() },
 	}
 	var stdin io.Reader = io.MultiReader(bufferedPart(buf.Reader), conn)
 	err = s.backend.ContainerAttach(r.Context(), ref, req, stdin, stdout, stderr)
@@ -123,10 +125,13 @@ func (o *onceReader) Read(p []byte) (int, error) {
 // headWriter sends the response head before the first byte of output, or
 // when the engine says the attach is registered, whichever comes first.
 type headWriter struct {
-	mu     sync.Mutex
-	conn   net.Conn
-	head   string
-	isSent bool
+	mu   sync.Mutex
+	conn net.Conn
+	head string
+	// upgraded: the head is a 101, after which the client reads the
+	// stream from its socket (waitHeadRead).
+	upgraded bool
+	isSent   bool
 }
 
 func (h *headWriter) sendHead() {
@@ -135,6 +140,9 @@ func (h *headWriter) sendHead() {
 	if !h.isSent {
 		h.isSent = true
 		io.WriteString(h.conn, h.head)
+		if h.upgraded {
+			waitHeadRead(h.conn)
+		}
 	}
 }
 

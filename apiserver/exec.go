@@ -77,10 +77,11 @@ func (s *Server) execStart(w http.ResponseWriter, r *http.Request) error {
 		ct = "application/vnd.docker.multiplexed-stream"
 	}
 	head := "HTTP/1.1 200 OK\r\nContent-Type: application/vnd.docker.raw-stream\r\n\r\n"
-	if r.Header.Get("Upgrade") != "" {
+	upgraded := r.Header.Get("Upgrade") != ""
+	if upgraded {
 		head = fmt.Sprintf("HTTP/1.1 101 UPGRADED\r\nContent-Type: %s\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n", ct)
 	}
-	out := &headWriter{conn: conn, head: head}
+	out := &headWriter{conn: conn, head: head, upgraded: upgraded}
 	stdout, stderr := streams(out, req.Tty)
 	start.Ready = out.sendHead
 	stdin := io.MultiReader(bufferedPart(buf.Reader), conn)

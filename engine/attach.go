@@ -23,17 +23,25 @@ import (
 // AttachRequest is POST /containers/{id}/attach.
 type AttachRequest struct {
 	Stream, Logs, Stdin, Stdout, Stderr bool
+	// DetachKeys end the attach of a tty's input, the container going on
+	// (Docker's syntax, "ctrl-p,ctrl-q" when empty).
+	DetachKeys string
 	// Attached, if set, is called once the attach is registered: from
 	// then on the container's output reaches the streams.
 	Attached func()
 }
 
 // ContainerAttach joins the caller's streams to a container: past output
-// first when Logs, then live output when Stream until the container ends
-// or ctx does. A container that is not running yet is attached the moment
-// it starts, so that nothing it prints is lost (docker run attaches
-// before it starts the container).
+// first when Logs, then live output when Stream until the container ends,
+// ctx does, or the detach keys come on a tty's input. A container that is
+// not running yet is attached the moment it starts, so that nothing it
+// prints is lost (docker run attaches before it starts the container).
+// Bad detach keys are refused before anything else, as Docker does.
 func (e *Engine) ContainerAttach(ctx context.Context, ref string, req AttachRequest, stdin io.Reader, stdout, stderr io.Writer) error {
+	keys, err := parseDetachKeys(req.DetachKeys, "detach")
+	if err != nil {
+		return err
+	}
 	c, err := e.containers.Get(ctx, ref)
 	if err != nil {
 		return err
@@ -66,6 +74,13 @@ func (e *Engine) ContainerAttach(ctx context.Context, ref string, req AttachRequ
 		attached()
 		return nil
 	}
+	ctx, detach := context.WithCancel(ctx)
+	defer detach()
+	if opts.Stdin != nil && c.Config.Tty {
+		// As Docker, only a tty's input is watched for the keys: other
+		// input is data, which may hold any byte.
+		opts.Stdin = newEscapeReader(opts.Stdin, keys, detach)
+	}
 	e.containerEvent(c, eventtypes.ActionAttach, nil)
 	a, recorded, err := e.attachLive(ctx, c.ID, opts, attached)
 	if err != nil || a == nil {
@@ -75,6 +90,7 @@ func (e *Engine) ContainerAttach(ctx context.Context, ref string, req AttachRequ
 	case <-a.Done():
 	case <-ctx.Done():
 		a.Close()
+		e.containerEvent(c, eventtypes.ActionDetach, nil)
 		return nil
 	}
 	// The output ended with the run. As on Docker, whose attach ends as

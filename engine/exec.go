@@ -105,7 +105,7 @@ func (e *Engine) ExecCreate(ctx context.Context, ref string, req containertypes.
 	if run == nil {
 		return "", errNotRunning(c.ID)
 	}
-	keys, err := parseDetachKeys(req.DetachKeys)
+	keys, err := parseDetachKeys(req.DetachKeys, "escape")
 	if err != nil {
 		return "", err
 	}

@@ -12,10 +12,12 @@ import (
 // defaultDetachKeys is Docker's ctrl-p ctrl-q.
 var defaultDetachKeys = []byte{16, 17}
 
-// parseDetachKeys reads Docker's detach key syntax: comma-separated keys,
-// each a single character or ctrl-<c> with c one of a-z @ [ \ ] ^ _. The
-// empty string is no keys (the default applies).
-func parseDetachKeys(s string) ([]byte, error) {
+// parseDetachKeys reads Docker's detach key syntax (its term.ToBytes):
+// comma-separated keys, each a single character, ctrl-<c> with c one of
+// a-z @ [ \ ] ^ _ (lower case only), or DEL. The empty string is no keys
+// (the default applies). what names the keys in the error, Docker's
+// "escape" for exec and "detach" for attach.
+func parseDetachKeys(s, what string) ([]byte, error) {
 	if s == "" {
 		return nil, nil
 	}
@@ -25,9 +27,13 @@ func parseDetachKeys(s string) ([]byte, error) {
 			keys = append(keys, k[0])
 			continue
 		}
-		c, ok := strings.CutPrefix(strings.ToLower(k), "ctrl-")
+		if k == "DEL" {
+			keys = append(keys, 127)
+			continue
+		}
+		c, ok := strings.CutPrefix(k, "ctrl-")
 		if !ok || len(c) != 1 {
-			return nil, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("Invalid escape keys (%s) provided", s))
+			return nil, badDetachKeys(s, what)
 		}
 		switch b := c[0]; {
 		case b >= 'a' && b <= 'z':
@@ -37,10 +43,14 @@ func parseDetachKeys(s string) ([]byte, error) {
 		case b >= '[' && b <= '_':
 			keys = append(keys, b-'['+27)
 		default:
-			return nil, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("Invalid escape keys (%s) provided", s))
+			return nil, badDetachKeys(s, what)
 		}
 	}
 	return keys, nil
+}
+
+func badDetachKeys(s, what string) error {
+	return errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("Invalid %s keys (%s) provided", what, s))
 }
 
 // escapeReader passes a tty's input through until the detach keys arrive:

@@ -47,18 +47,21 @@ func TestParseDetachKeys(t *testing.T) {
 	}{
 		{in: "", want: nil},
 		{in: "ctrl-p,ctrl-q", want: []byte{16, 17}},
-		{in: "a,CTRL-X", want: []byte{'a', 24}},
+		{in: "a,ctrl-x,DEL", want: []byte{'a', 24, 127}},
 		{in: "ctrl-@,ctrl-[,ctrl-\\,ctrl-],ctrl-^,ctrl-_", want: []byte{0, 27, 28, 29, 30, 31}},
 		{in: "ctrl-", bad: true},
 		{in: "ctrl-1", bad: true},
 		{in: "alt-x", bad: true},
 		{in: "ab", bad: true},
+		// Docker's names are lower case.
+		{in: "ctrl-A,a", bad: true},
+		{in: "del", bad: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.in, func(t *testing.T) {
-			got, err := parseDetachKeys(tc.in)
+			got, err := parseDetachKeys(tc.in, "detach")
 			if tc.bad {
-				if !errdefs.IsInvalidArgument(err) {
+				if !errdefs.IsInvalidArgument(err) || err.Error() != "Invalid detach keys ("+tc.in+") provided" {
 					t.Errorf("err = %v, want invalid argument", err)
 				}
 				return
