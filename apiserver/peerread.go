@@ -13,13 +13,14 @@ const headReadLimit = time.Second
 
 // waitHeadRead waits until the client has read what was written on conn,
 // a unix socket, or headReadLimit passed. docker-py reads an upgraded
-// stream from the socket under its HTTP parser: whatever came in the same
+// stream from the socket under its HTTP parser: whatever comes in the same
 // read as the response head stays in the parser's buffer and is lost to
-// it (attach with logs=1&stream=0 gave it nothing). Docker's server is
-// slow enough between head and output that this rarely bites it; here the
-// output is written only once the head is gone from the socket's queue
-// (TIOCOUTQ counts what the peer has not read yet). Other connections go
-// on at once.
+// it, so that an attach with logs=1&stream=0, whose output follows the
+// head at once, would give it nothing. Docker's server is slow enough
+// between head and output that this rarely bites there; here the output
+// is written only once the head is gone from the socket's queue (TIOCOUTQ
+// counts what the peer has not read yet). Other connections go on at
+// once.
 func waitHeadRead(conn net.Conn) {
 	uc, ok := conn.(*net.UnixConn)
 	if !ok {

@@ -27,6 +27,8 @@ func TestCreateRefusesAsDocker(t *testing.T) {
 	tests := []struct {
 		name, body, msg string
 	}{
+		{"empty config", `{}`, "config cannot be empty in order to create a container"},
+		{"invalid port syntax", `{` + img + `,"HostConfig":{"NetworkMode":"default","PortBindings":{"19039;1230":[{}]}}}`, "invalid JSON: invalid port '19039;1230': invalid syntax"},
 		{"empty env entry", `{` + img + `,"Env":[""]}`, "invalid environment variable: "},
 		{"env without name", `{` + img + `,"Env":["="]}`, "invalid environment variable: ="},
 		{"env value without name", `{` + img + `,"Env":["A=1","=foo"]}`, "invalid environment variable: =foo"},
