@@ -240,13 +240,6 @@ func validateHostConfig(hc *containertypes.HostConfig) error {
 	if hc.AutoRemove && hc.RestartPolicy.Name != "" && !hc.RestartPolicy.IsNone() {
 		return errdefs.ErrInvalidArgument.WithMessage("can't create 'AutoRemove' container with restart policy")
 	}
-	if !hc.UTSMode.Valid() {
-		return errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid UTS mode: %s", hc.UTSMode))
-	}
-	// An OCI annotation needs a key; Docker refuses the empty one at create.
-	if _, ok := hc.Annotations[""]; ok {
-		return errdefs.ErrInvalidArgument.WithMessage("invalid Annotations: the empty string is not permitted as an annotation key")
-	}
 	return nil
 }
 

@@ -10,7 +10,7 @@ import (
 )
 
 // The host configs Docker refuses at create, in its words; each is an
-// invalid argument (400).
+// invalid argument (400), from validateHostConfig or checkCreate.
 func TestValidateHostConfigMessages(t *testing.T) {
 	rp := func(name string, n int) containertypes.HostConfig {
 		return containertypes.HostConfig{RestartPolicy: containertypes.RestartPolicy{Name: containertypes.RestartPolicyMode(name), MaximumRetryCount: n}}
@@ -34,6 +34,9 @@ func TestValidateHostConfigMessages(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			err := validateHostConfig(&tc.hc)
+			if err == nil {
+				err = checkCreate(&containertypes.Config{}, &tc.hc)
+			}
 			if tc.want == "" {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
