@@ -19,7 +19,6 @@ import (
 	"github.com/moby/buildkit/util/grpcerrors"
 	"github.com/moby/buildkit/util/resolver"
 	resolverconfig "github.com/moby/buildkit/util/resolver/config"
-	"golang.org/x/net/http2"
 	"google.golang.org/grpc"
 )
 
@@ -103,7 +102,6 @@ func Serve(ctx context.Context, cfg Config) error {
 		ln.Close()
 		return err
 	}
-	h2 := &http2.Server{}
 	idle := &activity{last: time.Now()}
 	// The engine forwards gRPC made straight on its socket as HTTP/2 with
 	// prior knowledge.
@@ -121,7 +119,7 @@ func Serve(ctx context.Context, cfg Config) error {
 			case r.ProtoMajor == 2 && strings.HasPrefix(r.Header.Get("Content-Type"), "application/grpc"):
 				gs.ServeHTTP(rw, r)
 			case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/grpc"):
-				err = serveGRPC(rw, r, h2, gs)
+				err = serveGRPC(rw, r, gs)
 			case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/session"):
 				err = sm.HandleHTTPRequest(r.Context(), rw, r)
 			case r.Method == http.MethodGet && r.URL.Path == proxy.CachePath:
@@ -177,7 +175,7 @@ wait:
 
 // serveGRPC answers the h2c upgrade of POST /grpc and serves BuildKit's
 // control API on the connection, as Docker's daemon does.
-func serveGRPC(rw http.ResponseWriter, r *http.Request, h2 *http2.Server, gs *grpc.Server) error {
+func serveGRPC(rw http.ResponseWriter, r *http.Request, gs *grpc.Server) error {
 	if proto := r.Header.Get("Upgrade"); proto != "h2c" {
 		http.Error(rw, fmt.Sprintf("protocol %q not supported: upgrade to h2c", proto), http.StatusBadRequest)
 		return nil
@@ -199,8 +197,53 @@ func serveGRPC(rw http.ResponseWriter, r *http.Request, h2 *http2.Server, gs *gr
 		conn.Close()
 		return err
 	}
-	h2.ServeConn(conn, &http2.ServeConnOpts{Handler: gs})
+	serveHTTP2(conn, gs)
 	return nil
+}
+
+// serveHTTP2 serves HTTP/2 on conn, the client's preface first, as after
+// an h2c upgrade, until the connection ends.
+func serveHTTP2(conn net.Conn, h http.Handler) {
+	protocols := new(http.Protocols)
+	protocols.SetUnencryptedHTTP2(true)
+	l := &oneConnListener{conn: &notifyConn{Conn: conn, closed: make(chan struct{})}}
+	l.done = l.conn.closed
+	srv := &http.Server{Protocols: protocols, Handler: h}
+	go srv.Serve(l)
+	<-l.done
+	srv.Close()
+}
+
+// oneConnListener hands out one connection, then waits for its end.
+type oneConnListener struct {
+	conn *notifyConn
+	done <-chan struct{}
+	once sync.Once
+}
+
+func (l *oneConnListener) Accept() (net.Conn, error) {
+	var c net.Conn
+	l.once.Do(func() { c = l.conn })
+	if c != nil {
+		return c, nil
+	}
+	<-l.done
+	return nil, net.ErrClosed
+}
+
+func (l *oneConnListener) Close() error   { return nil }
+func (l *oneConnListener) Addr() net.Addr { return l.conn.LocalAddr() }
+
+// notifyConn closes closed once it is closed.
+type notifyConn struct {
+	net.Conn
+	closed chan struct{}
+	once   sync.Once
+}
+
+func (c *notifyConn) Close() error {
+	c.once.Do(func() { close(c.closed) })
+	return c.Conn.Close()
 }
 
 // registryHosts is BuildKit's registry configuration: HTTPS, with plain
