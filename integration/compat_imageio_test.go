@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hutch-engine/hutch/storage/testimage"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/moby/moby/client"
@@ -307,5 +308,47 @@ func TestCompatImageSave(t *testing.T) {
 	}
 	if got := must(t, d, "run", "--rm", "perms:1", "stat", "-c", "%u", "/opt/a/b/c"); got != "1000" {
 		t.Errorf("owner of the loaded image's file = %q", got)
+	}
+}
+
+// A client may remove an image between asking for its archive and reading
+// it, as Docker's suite does (save, rmi, then load what was saved): the
+// removal neither waits for the reader nor spoils the archive.
+func TestImageSaveThenRemove(t *testing.T) {
+	// Bigger than the socket's buffers: an archive streamed from the
+	// store would still be unsent.
+	reg := startRegistry(t, "", "")
+	ref := reg.Addr + "/library/saverm:1"
+	if err := testimage.Push(context.Background(), ref, bigImage(t, 16<<20, true)); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t)
+	must(t, d, "pull", "-q", ref)
+	c := d.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	id := must(t, d, "image", "inspect", "-f", "{{.Id}}", ref)
+	rdr, err := c.ImageSave(ctx, []string{ref})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdr.Close()
+	if _, err := c.ImageRemove(ctx, ref, client.ImageRemoveOptions{}); err != nil {
+		t.Fatalf("rmi while the archive is unread: %v", err)
+	}
+	if out, _ := d.Docker(t, "image", "inspect", ref); !strings.Contains(out, "No such image") {
+		t.Fatalf("the image is still there: %s", out)
+	}
+	resp, err := c.ImageLoad(ctx, rdr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp)
+	resp.Close()
+	if got := must(t, d, "image", "inspect", "-f", "{{.Id}}", ref); got != id {
+		t.Fatalf("loaded %s, saved %s", got, id)
+	}
+	if out := must(t, d, "run", "--rm", ref, "sh", "-c", "ls /data/big | wc -l"); out == "0" {
+		t.Fatalf("the loaded image lacks its data")
 	}
 }

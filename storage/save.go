@@ -40,27 +40,25 @@ type saveManifestItem struct {
 }
 
 // saveBlob is one file of blobs/sha256/: bytes held in memory (configs,
-// manifests), or a layer's diff, read from the store or from a spool file
-// when the store does not know its size.
+// manifests), or a layer's diff spooled to a file.
 type saveBlob struct {
 	digest digest.Digest
 	size   int64
 	data   []byte
-	layer  string // the store's layer ID
 	spool  string // a file holding the diff
 }
 
-// SaveImages writes images to w as Docker's archive. Everything but the
-// layers' content is gathered first; a failure after the first byte
-// leaves w with a truncated archive, which the caller must not pass off
-// as complete.
+// SaveImages writes images to w as Docker's archive. Everything, the
+// layers' diffs spooled to files, is gathered before the first byte; a
+// failure after it leaves w with a truncated archive, which the caller
+// must not pass off as complete.
 func (s *Store) SaveImages(ctx context.Context, images []engine.SaveImage, w io.Writer) error {
 	plan, err := s.planSave(ctx, images)
 	defer plan.cleanup()
 	if err != nil {
 		return err
 	}
-	return plan.write(ctx, s, w)
+	return plan.write(ctx, w)
 }
 
 // savePlan is what an archive holds.
@@ -195,26 +193,25 @@ func (s *Store) saveLayers(p *savePlan, img *cstorage.Image, diffIDs []digest.Di
 	if len(chain) != len(diffIDs) {
 		return nil, fmt.Errorf("its config lists %d layers, the store holds %d", len(diffIDs), len(chain))
 	}
+	// Every diff is spooled before the first byte goes out, as Docker's
+	// export fills a temporary directory first: a client may remove the
+	// image before it reads the archive, and a diff read from the store
+	// holds the store's lock for as long as the client leaves it unread.
 	out := make([]*saveBlob, len(chain))
 	for i, l := range chain {
-		b := &saveBlob{digest: diffIDs[i], size: l.UncompressedSize, layer: l.ID}
-		if known := p.blobs[b.digest]; known != nil {
+		if known := p.blobs[diffIDs[i]]; known != nil {
 			out[i] = known
 			continue
 		}
-		if l.UncompressedSize <= 0 || l.UncompressedDigest == "" {
-			f, d, n, err := s.spoolDiff(l.ID)
-			if err != nil {
-				return nil, err
-			}
-			p.spools = append(p.spools, f)
-			b.spool, b.size = f, n
-			if d != diffIDs[i] {
-				return nil, fmt.Errorf("layer %s is %s, its config says %s", l.ID, d, diffIDs[i])
-			}
-		} else if l.UncompressedDigest != diffIDs[i] {
-			return nil, fmt.Errorf("layer %s is %s, its config says %s", l.ID, l.UncompressedDigest, diffIDs[i])
+		f, d, n, err := s.spoolDiff(l.ID)
+		if err != nil {
+			return nil, err
 		}
+		p.spools = append(p.spools, f)
+		if d != diffIDs[i] {
+			return nil, fmt.Errorf("layer %s is %s, its config says %s", l.ID, d, diffIDs[i])
+		}
+		b := &saveBlob{digest: diffIDs[i], size: n, spool: f}
 		p.add(b)
 		out[i] = b
 	}
@@ -267,7 +264,7 @@ var saveTime = time.Unix(0, 0)
 // write writes the archive: the blob directories, the blobs in the order
 // of their digests, then the metadata files, as Docker's tar of its
 // export directory lists them.
-func (p *savePlan) write(ctx context.Context, s *Store, w io.Writer) error {
+func (p *savePlan) write(ctx context.Context, w io.Writer) error {
 	tw := tar.NewWriter(w)
 	for _, dir := range []string{ocispec.ImageBlobsDir + "/", ocispec.ImageBlobsDir + "/" + digest.Canonical.String() + "/"} {
 		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: dir, Mode: 0o755, ModTime: saveTime}); err != nil {
@@ -285,7 +282,7 @@ func (p *savePlan) write(ctx context.Context, s *Store, w io.Writer) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := p.blobs[d].write(s, tw); err != nil {
+		if err := p.blobs[d].write(tw); err != nil {
 			return err
 		}
 	}
@@ -326,34 +323,18 @@ func (p *savePlan) write(ctx context.Context, s *Store, w io.Writer) error {
 	return nil
 }
 
-// write writes the blob, checking that a layer's diff is the size and
-// digest its header and the manifests state.
-func (b *saveBlob) write(s *Store, tw *tar.Writer) error {
+// write writes the blob: bytes held in memory, or a spooled diff.
+func (b *saveBlob) write(tw *tar.Writer) error {
 	name := blobPath(b.digest)
-	switch {
-	case b.data != nil:
+	if b.data != nil {
 		return writeFile(tw, name, b.size, bytes.NewReader(b.data))
-	case b.spool != "":
-		f, err := os.Open(b.spool)
-		if err != nil {
-			return fmt.Errorf("storage: %w", err)
-		}
-		defer f.Close()
-		return writeFile(tw, name, b.size, f)
 	}
-	rc, err := s.layerDiff(b.layer)
+	f, err := os.Open(b.spool)
 	if err != nil {
-		return err
+		return fmt.Errorf("storage: %w", err)
 	}
-	defer rc.Close()
-	digester := digest.Canonical.Digester()
-	if err := writeFile(tw, name, b.size, io.TeeReader(rc, digester.Hash())); err != nil {
-		return err
-	}
-	if got := digester.Digest(); got != b.digest {
-		return fmt.Errorf("storage: layer %s reads as %s, not its diff ID %s", b.layer, got, b.digest)
-	}
-	return nil
+	defer f.Close()
+	return writeFile(tw, name, b.size, f)
 }
 
 // writeFile writes a regular file of exactly size bytes read from r: a
