@@ -188,12 +188,16 @@ func (s *stageCopy) rewrite(r io.Reader, base, pattern, dest string, destDir boo
 		}
 		name := entryName(hdr.Name)
 		top := name
-		if pattern != "" {
+		switch {
+		case pattern != "":
 			child, ok := childOf(name, base)
 			if m, _ := path.Match(pattern, path.Base(child)); !ok || !m {
 				continue
 			}
 			top = child
+		case cur != nil && strings.HasPrefix(name, cur.top+"/"):
+			// Inside the source's tree: a directory's entries follow it.
+			top = cur.top
 		}
 		if cur == nil || cur.top != top {
 			// The first entry of a tree is its top.
