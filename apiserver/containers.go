@@ -13,6 +13,7 @@ import (
 	"github.com/hutch-engine/hutch/engine"
 	"github.com/hutch-engine/hutch/engine/container"
 	containertypes "github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
 )
 
 // ContainerBackend is the container half of the engine.
@@ -49,6 +50,13 @@ func (s *Server) containerCreate(w http.ResponseWriter, r *http.Request) error {
 	}
 	if err := adaptCreateRequest(APIVersion(r.Context()), &req); err != nil {
 		return err
+	}
+	if hc := req.HostConfig; hc != nil && versionLess(APIVersion(r.Context()), "1.48") {
+		for _, m := range hc.Mounts {
+			if m.Type == mount.TypeImage {
+				return errdefs.ErrInvalidArgument.WithMessage(`Mount type "Image" needs API v1.48 or newer`)
+			}
+		}
 	}
 	resp, err := s.backend.ContainerCreate(r.Context(), engine.CreateRequest{
 		Name:             r.URL.Query().Get("name"),

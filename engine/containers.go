@@ -124,7 +124,7 @@ func (e *Engine) ContainerCreate(ctx context.Context, req CreateRequest) (contai
 	rootfsID, err := e.createRootfs(ctx, id, imageID, hc.AutoRemove)
 	endRootfs()
 	if err == nil {
-		if err = e.setUpRootfs(ctx, rootfsID, cm.copyUp, newWorkdir(cfg, imgCfg)); err != nil {
+		if err = e.setUpRootfs(ctx, rootfsID, hc, cm.copyUp, newWorkdir(cfg, imgCfg)); err != nil {
 			e.removeRootfs(rootfsID)
 		}
 	}
@@ -447,6 +447,7 @@ func (e *Engine) releaseArtifacts(ctx context.Context, c *container.Container) e
 		}
 	}
 	if c.Runtime.BundleDir != "" {
+		unstageAll(c.Runtime.BundleDir)
 		if err := os.RemoveAll(c.Runtime.BundleDir); err != nil {
 			return err
 		}

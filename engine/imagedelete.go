@@ -236,12 +236,16 @@ func (d *imageDeleter) deleteImage(ctx context.Context, id string, force, prune,
 	if err := d.untagAll(ctx, img, recs); err != nil {
 		return err
 	}
+	if len(d.users[img.ID]) > 0 {
+		// A forced delete of an image a stopped container was made from
+		// or mounts: Docker deletes the image and the container keeps its
+		// layers. The store cannot, so the image stays, untagged, until
+		// the container goes: its restarts still find it.
+		return nil
+	}
 	layers, err := d.store.DeleteImage(ctx, img.ID)
 	if errdefs.IsConflict(err) && force {
-		// A forced delete of an image a stopped container was made from:
-		// Docker deletes the image and the container keeps its layers. The
-		// store cannot, so the image stays, untagged, until the container
-		// goes.
+		// A container made since the users were listed.
 		return nil
 	}
 	if err != nil {

@@ -266,7 +266,8 @@ func setSharedSizes(imgs []Image, out []image.Summary) {
 	}
 }
 
-// imageUsers maps image IDs to the containers made from them.
+// imageUsers maps image IDs to the containers made from them or mounting
+// them (--mount type=image), as Docker counts an image in use.
 func (e *Engine) imageUsers(ctx context.Context) (map[string][]*container.Container, error) {
 	list, err := e.containers.List(ctx, container.ListOptions{All: true})
 	if err != nil {
@@ -275,6 +276,9 @@ func (e *Engine) imageUsers(ctx context.Context) (map[string][]*container.Contai
 	m := map[string][]*container.Container{}
 	for _, c := range list {
 		m[c.ImageID] = append(m[c.ImageID], c)
+		for _, id := range mountedImages(c) {
+			m[id] = append(m[id], c)
+		}
 	}
 	return m, nil
 }

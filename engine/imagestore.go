@@ -31,6 +31,11 @@ type ImageStore interface {
 	// every MountRootfs needs an UnmountRootfs.
 	MountRootfs(ctx context.Context, rootfsID string) (path string, err error)
 	UnmountRootfs(ctx context.Context, rootfsID string) error
+	// MountImage mounts image imageID's layers, merged and read-only, and
+	// returns the path (--mount type=image); mounts nest, so every
+	// MountImage needs an UnmountImage.
+	MountImage(ctx context.Context, imageID string) (path string, err error)
+	UnmountImage(ctx context.Context, imageID string) error
 	// RemoveRootfs deletes the writable layer (unmounting it first).
 	RemoveRootfs(ctx context.Context, rootfsID string) error
 	// ResetRootfs unmounts and empties a writable layer for another

@@ -50,6 +50,7 @@ func (e *Engine) reconcile(ctx context.Context) error {
 		e.monitors.Add(1)
 		go e.monitor(id, client)
 	}
+	e.unstageLeftovers()
 	if err := e.volumes.UnmountUnused(); err != nil {
 		e.log.Warn("unmounting unused volumes", "err", err)
 	}

@@ -72,6 +72,10 @@ func (e *Engine) containerMounts(ctx context.Context, cfg *containertypes.Config
 			if (m.VolumeOptions == nil || !m.VolumeOptions.NoCopy) && !v.Tmpfs() {
 				cm.copyUp = append(cm.copyUp, mp)
 			}
+		case mounttypes.TypeImage:
+			if err := e.imageMountPoint(ctx, m, &mp); err != nil {
+				return err
+			}
 		case mounttypes.TypeTmpfs:
 		default:
 			return nil // refused with Docker's words when the spec is built
@@ -260,10 +264,10 @@ func (e *Engine) mountVolume(m mounttypes.Mount, cm *createdMounts) (*volume.Vol
 
 // setUpRootfs does, at create, what Docker does in a new container's
 // files: it copies the image's content at each volume's mount point into
-// the volume when the volume is empty, and makes workdir (root's, 0755)
-// when it is missing. The rootfs is mounted only when one of them is
-// asked for.
-func (e *Engine) setUpRootfs(ctx context.Context, rootfsID string, mps []containertypes.MountPoint, workdir string) error {
+// the volume (or the volume's subpath, hc's VolumeOptions.Subpath) when
+// that is empty, and makes workdir (root's, 0755) when it is missing. The
+// rootfs is mounted only when one of them is asked for.
+func (e *Engine) setUpRootfs(ctx context.Context, rootfsID string, hc *containertypes.HostConfig, mps []containertypes.MountPoint, workdir string) error {
 	if len(mps) == 0 && workdir == "" {
 		return nil
 	}
@@ -278,7 +282,18 @@ func (e *Engine) setUpRootfs(ctx context.Context, rootfsID string, mps []contain
 		}
 	}
 	for _, mp := range mps {
-		if err := volume.CopyUp(rootfs, mp.Destination, mp.Source); err != nil {
+		dir := mp.Source
+		if sub := subpathOf(hc, mp.Destination); sub != "" {
+			p, done, err := openSubpathDir(dir, sub)
+			if err != nil {
+				// Not there, or not the volume's: the start refuses it
+				// with Docker's words; nothing to fill.
+				continue
+			}
+			defer done()
+			dir = p
+		}
+		if err := volume.CopyUp(rootfs, mp.Destination, dir); err != nil {
 			return fmt.Errorf("volume %s at %s: %w", mp.Name, mp.Destination, err)
 		}
 	}

@@ -355,13 +355,13 @@ func (e *Engine) startShim(ctx context.Context, c *container.Container) (*shim.C
 			return nil, err
 		}
 	}
-	subpaths, releaseSubpaths, err := e.bindSubpaths(c)
+	staged, err := e.stageMounts(ctx, c)
 	if err != nil {
 		return nil, err
 	}
 	// The runtime has bound them by the time the shim is created.
-	defer releaseSubpaths()
-	in.Subpaths = subpaths
+	defer staged.release()
+	in.Subpaths, in.Images = staged.subpaths, staged.images
 	releaseShm, err := e.ipcShare(ctx, c, &in)
 	if err != nil {
 		return nil, err

@@ -26,11 +26,12 @@
 //     hosts without them).
 //   - privileged containers get every capability, no masked or read-only
 //     paths and a writable /sys and cgroupfs, but not the host's device nodes.
-//   - --gpus and image mounts are refused with errdefs.ErrNotImplemented.
+//   - --gpus is refused with errdefs.ErrNotImplemented.
 //   - volumes are the engine's to make (package engine/volume): Build binds
 //     the directories Input.Volumes names, the mount points --volumes-from
 //     copied at create (Input.Inherited), and volume subpaths where the
-//     engine staged them (Input.Subpaths).
+//     engine staged them (Input.Subpaths). Image mounts are bound,
+//     read-only, from where the engine staged them too (Input.Images).
 //   - --device binds the host's node (a user namespace cannot mknod) with a
 //     device cgroup rule; --device-cgroup-rule adds rules. Both apply only
 //     where the host enforces a device cgroup.

@@ -212,7 +212,15 @@ func (b *builder) specMount(m mount.Mount) (specs.Mount, error) {
 		}
 		return volumeMount(dst, dir, m.ReadOnly), nil
 	case mount.TypeImage:
-		return specs.Mount{}, fmt.Errorf("image mount at %s: image mounts are not supported yet: %w", dst, errdefs.ErrNotImplemented)
+		if m.Source == "" {
+			return specs.Mount{}, invalid(errors.New("field Source must not be empty"))
+		}
+		src, ok := b.in.Images[dst]
+		if !ok {
+			return specs.Mount{}, fmt.Errorf("image mount at %s: the image was not prepared: %w", dst, errdefs.ErrInvalidArgument)
+		}
+		// Read-only whatever the request says, as in Docker.
+		return specs.Mount{Destination: dst, Type: "bind", Source: src, Options: []string{"rbind", "ro", "rprivate"}}, nil
 	default:
 		return specs.Mount{}, invalid(errors.New("mount type unknown"))
 	}

@@ -139,7 +139,12 @@ func TestBuildMountsField(t *testing.T) {
 		{name: "volume subpath unprepared", m: mount.Mount{Type: "volume", Source: "v", Target: "/v", VolumeOptions: &mount.VolumeOptions{Subpath: "x"}}, err: errdefs.ErrInvalidArgument, text: "not prepared"},
 		{name: "volume subpath", m: mount.Mount{Type: "volume", Source: "v", Target: "/s", ReadOnly: true, VolumeOptions: &mount.VolumeOptions{Subpath: "x"}},
 			want: specs.Mount{Destination: "/s", Type: "bind", Source: "/staged/x", Options: []string{"rbind", "rprivate", "ro"}}},
-		{name: "image", m: mount.Mount{Type: "image", Source: "busybox", Target: "/i"}, err: errdefs.ErrNotImplemented},
+		{name: "image unprepared", m: mount.Mount{Type: "image", Source: "busybox", Target: "/x"}, err: errdefs.ErrInvalidArgument, text: "not prepared"},
+		{name: "image without source", m: mount.Mount{Type: "image", Target: "/i"}, err: errdefs.ErrInvalidArgument, text: `invalid mount config for type "image": field Source must not be empty`},
+		{name: "image options on a bind", m: mount.Mount{Type: "bind", Source: src, Target: "/d", ImageOptions: &mount.ImageOptions{}}, err: errdefs.ErrInvalidArgument, text: "field ImageOptions must not be specified"},
+		// Read-only even when the request does not say so.
+		{name: "image", m: mount.Mount{Type: "image", Source: "busybox", Target: "/i", ImageOptions: &mount.ImageOptions{Subpath: "bin"}},
+			want: specs.Mount{Destination: "/i", Type: "bind", Source: "/staged/image", Options: []string{"rbind", "ro", "rprivate"}}},
 		{name: "npipe", m: mount.Mount{Type: "npipe", Source: "x", Target: "/p"}, err: errdefs.ErrInvalidArgument, text: "mount type unknown"},
 	}
 	for _, tt := range tests {
@@ -148,6 +153,7 @@ func TestBuildMountsField(t *testing.T) {
 			in.HostConfig.Mounts = []mount.Mount{tt.m}
 			in.Volumes = map[string]string{"/v": vol}
 			in.Subpaths = map[string]string{"/s": "/staged/x"}
+			in.Images = map[string]string{"/i": "/staged/image"}
 			s, _, err := Build(in)
 			if tt.err != nil {
 				if !errors.Is(err, tt.err) || !strings.Contains(fmtErr(err), tt.text) {

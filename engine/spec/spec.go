@@ -76,6 +76,10 @@ type Input struct {
 	// Subpaths are, by destination, where the engine bound the subpaths of
 	// volume mounts (VolumeOptions.Subpath), resolved inside their volume.
 	Subpaths map[string]string
+	// Images are, by destination, where the engine bound the images of
+	// image mounts (their ImageOptions.Subpath, if any), each resolved
+	// inside its image.
+	Images map[string]string
 	// Rootless: the engine runs in a user namespace (rootlesskit's), so it
 	// cannot raise rlimits above its own and the host's IPC namespace is
 	// not its own.

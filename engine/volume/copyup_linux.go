@@ -76,7 +76,13 @@ func CopyUp(rootfs, target, dir string) error {
 		return err
 	}
 	for rel, st := range dirs {
-		if err := setMeta(filepath.Join(dir, rel), st); err != nil {
+		p := filepath.Join(dir, rel)
+		if rel == "." {
+			// dir may be a /proc/self/fd link to the directory (a volume's
+			// subpath, opened inside it): the slash has setMeta follow it.
+			p = dir + "/"
+		}
+		if err := setMeta(p, st); err != nil {
 			return fail(rel, err)
 		}
 	}
