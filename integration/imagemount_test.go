@@ -235,3 +235,34 @@ func TestImageMountInUse(t *testing.T) {
 		t.Errorf("prune once the container is gone: %q", out)
 	}
 }
+
+// A container with an image mount comes back with it after the daemon's
+// restart (restart policy always), as in Docker, mounted anew.
+func TestImageMountDaemonRestart(t *testing.T) {
+	ref := busybox(t)
+	env, rt, _ := daemonEnv(t)
+	sock := filepath.Join(rt, "hutch.sock")
+	d := startDaemonEnv(t, env, sock)
+	dockerOK(t, d, "pull", "-q", ref)
+	id := dockerOK(t, d, "run", "-d", "--restart", "always", "--stop-timeout", "1",
+		"--mount", "type=image,source="+ref+",target=/image,image-subpath=bin", ref, "sleep", "300")
+	if out := dockerOK(t, d, "exec", id, "ls", "/image"); !strings.Contains(out, "busybox") {
+		t.Fatalf("the image's /bin: %q", out)
+	}
+	d.Stop()
+	d = startDaemonEnv(t, env, sock)
+	waitFor(t, func() bool {
+		out, _ := d.Docker(t, "inspect", "-f", "{{.State.Running}}", id)
+		return strings.TrimSpace(out) == "true"
+	})
+	if got := dockerOK(t, d, "inspect", "-f", "{{range .Mounts}}{{.Type}} {{.Destination}} {{.RW}};{{end}}", id); got != "image /image false;" {
+		t.Errorf("mounts after the restart: %q", got)
+	}
+	if out := dockerOK(t, d, "exec", id, "ls", "/image"); !strings.Contains(out, "busybox") {
+		t.Errorf("the image's /bin after the restart: %q", out)
+	}
+	if mi := engineMounts(t, d); strings.Contains(mi, "staged-") {
+		t.Errorf("staging binds left in the engine:\n%s", mi)
+	}
+	dockerOK(t, d, "rm", "-f", id)
+}
