@@ -274,6 +274,12 @@ func (s *Server) containerList(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 	}
+	// The health summary came with API 1.52.
+	if versionLess(APIVersion(r.Context()), "1.52") {
+		for i := range list {
+			list[i].Health = nil
+		}
+	}
 	return writeJSON(w, http.StatusOK, list)
 }
 

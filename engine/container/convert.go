@@ -86,8 +86,9 @@ func (c *Container) Summary() containertypes.Summary { return c.SummaryAt(time.N
 
 // SummaryAt is Summary with the Status text as of now. Like dockerd it
 // gives [] rather than null for Names, Ports and Mounts, {} for Labels and
-// NetworkSettings.Networks, and health "none" (hutch runs no health checks;
-// API versions before 1.52 drop the field). Image is the reference the user
+// NetworkSettings.Networks, and the health check's status and failing
+// streak ("none" without one; API versions before 1.52 drop the field).
+// Image is the reference the user
 // gave: dockerd shows the image ID instead once that reference points to
 // another image, which only the image service can tell.
 func (c *Container) SummaryAt(now time.Time) containertypes.Summary {
@@ -107,6 +108,9 @@ func (c *Container) SummaryAt(now time.Time) containertypes.Summary {
 			Networks: map[string]*network.EndpointSettings{},
 		},
 		Mounts: nonNil(slices.Clone(c.Mounts)),
+	}
+	if h := c.State.Health; h != nil && h.Status != "" {
+		s.Health = &containertypes.HealthSummary{Status: h.Status, FailingStreak: h.FailingStreak}
 	}
 	if c.Name != "" {
 		s.Names = []string{c.Name}

@@ -209,6 +209,11 @@ func TestSummary(t *testing.T) {
 	if c.Config.Labels["app"] != "web" {
 		t.Fatal("Summary shares labels with the record")
 	}
+	// A health check's status and streak are in the summary.
+	c.State.Health = &containertypes.Health{Status: containertypes.Unhealthy, FailingStreak: 4}
+	if h := c.SummaryAt(now).Health; h == nil || *h != (containertypes.HealthSummary{Status: containertypes.Unhealthy, FailingStreak: 4}) {
+		t.Fatalf("health summary %+v", h)
+	}
 }
 
 func TestSummaryBare(t *testing.T) {
