@@ -75,5 +75,9 @@ func (s *Server) info(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	info.ExperimentalBuild = s.experimental == "true"
-	return writeJSON(w, http.StatusOK, info)
+	out, err := infoFor(*info, APIVersion(r.Context()))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, out)
 }
