@@ -91,6 +91,11 @@ func (c *Context) Dockerfile(name string) ([]byte, error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, userErrorf("Cannot locate specified Dockerfile: %s", shown)
 	}
+	if err == nil && len(b) == 0 {
+		// Docker's words for a file of no bytes; one of only comments
+		// or blank lines is the parser's "file with no instructions".
+		return nil, userErrorf("the Dockerfile (%s) cannot be empty", shown)
+	}
 	return b, err
 }
 

@@ -188,6 +188,7 @@ func TestDockerfile(t *testing.T) {
 		"missing":        {ents: []ent{{name: "x", body: "x"}}, err: "Cannot locate specified Dockerfile: Dockerfile"},
 		"missing-custom": {ents: []ent{{name: "x", body: "x"}}, name: "sub/df", err: "Cannot locate specified Dockerfile: sub/df"},
 		"directory":      {ents: []ent{{name: "Dockerfile/", typ: tar.TypeDir}}, err: "Cannot locate specified Dockerfile: Dockerfile"},
+		"empty":          {ents: []ent{{name: "Dockerfile", body: ""}}, err: "the Dockerfile (Dockerfile) cannot be empty"},
 		"link-abs":       {ents: []ent{{name: "Dockerfile", typ: tar.TypeSymlink, link: "/etc/passwd"}}},
 		"link-up":        {ents: []ent{{name: "Dockerfile", typ: tar.TypeSymlink, link: "../../../../../../etc/passwd"}}},
 		"name-up":        {ents: []ent{{name: "x", body: "x"}}, name: "../etc/passwd"},
