@@ -37,7 +37,7 @@ func (noContainers) ImagePrune(context.Context, string) (image.PruneReport, erro
 func (noContainers) ImageImport(context.Context, engine.ImportRequest, io.Reader, func(jsonstream.Message)) error {
 	return errNoContainers
 }
-func (noContainers) ImageLoad(context.Context, io.Reader, bool, *ocispec.Platform, func(jsonstream.Message)) error {
+func (noContainers) ImageLoad(context.Context, io.Reader, engine.LoadRequest, func(jsonstream.Message)) error {
 	return errNoContainers
 }
 func (noContainers) ImageSave(context.Context, []string, *ocispec.Platform, io.Writer) error {

@@ -3,6 +3,7 @@ package apiserver
 import (
 	"net/http"
 
+	"github.com/hutch-engine/hutch/buildkit/proxy"
 	"github.com/hutch-engine/hutch/engine"
 	"github.com/moby/moby/api/types/registry"
 )
@@ -38,7 +39,14 @@ func (s *Server) imageLoad(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	stream := newJSONStream(w)
-	err = s.backend.ImageLoad(r.Context(), r.Body, queryBoolDefault(r, "quiet", true), platform, stream.send)
+	req := engine.LoadRequest{
+		Quiet:    queryBoolDefault(r, "quiet", true),
+		Platform: platform,
+		// hutch-buildkit loads what a build made: the engine tells of
+		// it as the image's creation, as Docker's BuildKit exporter does.
+		Built: r.Header.Get(proxy.LoadOriginHeader) == "build",
+	}
+	err = s.backend.ImageLoad(r.Context(), r.Body, req, stream.send)
 	if err != nil {
 		stream.begin()
 	}

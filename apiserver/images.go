@@ -32,7 +32,7 @@ type ImageBackend interface {
 	ImageRemove(ctx context.Context, ref string, req engine.ImageRemoveRequest) ([]image.DeleteResponse, error)
 	ImagePrune(ctx context.Context, filters string) (image.PruneReport, error)
 	ImageImport(ctx context.Context, req engine.ImportRequest, rootfs io.Reader, progress func(jsonstream.Message)) error
-	ImageLoad(ctx context.Context, archive io.Reader, quiet bool, platform *ocispec.Platform, progress func(jsonstream.Message)) error
+	ImageLoad(ctx context.Context, archive io.Reader, req engine.LoadRequest, progress func(jsonstream.Message)) error
 	// ImageSave writes the archive to w; nothing is written before every
 	// name is resolved.
 	ImageSave(ctx context.Context, names []string, platform *ocispec.Platform, w io.Writer) error

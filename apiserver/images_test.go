@@ -94,7 +94,8 @@ func (f *imageFake) ImageImport(_ context.Context, req engine.ImportRequest, roo
 	return nil
 }
 
-func (f *imageFake) ImageLoad(_ context.Context, archive io.Reader, quiet bool, p *ocispec.Platform, progress func(jsonstream.Message)) error {
+func (f *imageFake) ImageLoad(_ context.Context, archive io.Reader, req engine.LoadRequest, progress func(jsonstream.Message)) error {
+	quiet, p := req.Quiet, req.Platform
 	body, _ := io.ReadAll(archive)
 	if err := f.record("ImageLoad(%v,%s%s)", quiet, body, plat(p)); err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/distribution/reference"
+	"github.com/hutch-engine/hutch/buildkit/proxy"
 	"github.com/moby/moby/client"
 	"github.com/opencontainers/go-digest"
 )
@@ -20,7 +21,9 @@ type engineClient struct {
 }
 
 func newEngineClient(socket string) (*engineClient, error) {
-	c, err := client.New(client.WithHost("unix://" + socket))
+	// Its only loads are of builds' results (LoadOriginHeader).
+	c, err := client.New(client.WithHost("unix://"+socket),
+		client.WithHTTPHeaders(map[string]string{proxy.LoadOriginHeader: "build"}))
 	if err != nil {
 		return nil, err
 	}

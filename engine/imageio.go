@@ -137,12 +137,22 @@ func fetchRootfs(ctx context.Context, src string, progress func(jsonstream.Messa
 	return resp.Body, nil
 }
 
+// LoadRequest is a docker load: quiet (no progress), of one platform's
+// images only, or of a build's result (Built: an image create event
+// rather than a load, and a tag event per name).
+type LoadRequest struct {
+	Quiet    bool
+	Platform *ocispec.Platform
+	Built    bool
+}
+
 // ImageLoad answers docker load: the images of the archive, with Docker's
 // "Loaded image: …" lines (and its note when a tag moved off another
 // image). Images loaded before a failure are reported before the error.
 // With a platform, only the archive's images of that platform are loaded,
 // and an archive with none is an error.
-func (e *Engine) ImageLoad(ctx context.Context, archive io.Reader, quiet bool, platform *ocispec.Platform, progress func(jsonstream.Message)) error {
+func (e *Engine) ImageLoad(ctx context.Context, archive io.Reader, req LoadRequest, progress func(jsonstream.Message)) error {
+	quiet, platform := req.Quiet, req.Platform
 	store, err := e.imageStore()
 	if err != nil {
 		return err
@@ -159,9 +169,16 @@ func (e *Engine) ImageLoad(ctx context.Context, archive io.Reader, quiet bool, p
 		err = errdefs.ErrNotFound.WithMessage(fmt.Sprintf("no images providing the requested platform(s) found: [%s]", platforms.FormatAll(*platform)))
 	}
 	for _, li := range loaded {
-		e.imageEvent(eventtypes.ActionLoad, li.ID, li.ID)
+		action := eventtypes.ActionLoad
+		if req.Built {
+			action = eventtypes.ActionCreate
+		}
+		e.imageEvent(action, li.ID, li.ID)
 		for _, n := range li.Names {
 			fam := familiar(n)
+			if req.Built {
+				e.imageEvent(eventtypes.ActionTag, li.ID, fam)
+			}
 			if old, ok := li.Replaced[n]; ok {
 				progress(jsonstream.Message{Stream: fmt.Sprintf("The image %s already exists, renaming the old one with ID %s to empty string\n", fam, old)})
 			}

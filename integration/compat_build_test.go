@@ -97,59 +97,95 @@ func daemonUnixTime(t *testing.T, c *client.Client) string {
 	return fmt.Sprintf("%d.%09d", dt.Unix(), dt.Nanosecond())
 }
 
-// TestCompatBuildEmitsEvents: the image a classic build makes is
-// announced with a create event, and its tag with a tag event.
+// TestCompatBuildEmitsEvents: a build, by either builder, tells of the
+// image it makes with one image create event, and of its tag with a tag
+// event, as Docker does.
 func TestCompatBuildEmitsEvents(t *testing.T) {
 	d, ref := pulled(t)
 	c := d.Client(t)
-	for _, tc := range []struct {
-		name, tag, tagEvent string
-	}{
-		{"no tag", "", ""},
-		{"with tag", "testbuildemitsevents", "testbuildemitsevents:latest"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			since := daemonUnixTime(t, c)
-			opts := client.ImageBuildOptions{NoCache: true}
-			if tc.tag != "" {
-				opts.Tags = []string{tc.tag}
-			}
-			text, ids, _ := classicBuild(t, c, "FROM "+ref+"\nRUN echo hello > /hello\n", opts)
-			if len(ids) == 0 {
-				t.Fatalf("no aux ID:\n%s", text)
-			}
-			id := ids[len(ids)-1]
-			until := daemonUnixTime(t, c)
-			res := c.Events(context.Background(), client.EventsListOptions{Since: since, Until: until, Filters: make(client.Filters).Add("image", id)})
-			var creates, tags int
-			var tagName string
-			var seen []string
-		read:
-			for {
-				select {
-				case m := <-res.Messages:
-					seen = append(seen, fmt.Sprintf("%s %s %s", m.Type, m.Action, m.Actor.ID))
-					if m.Type == events.ImageEventType && m.Action == events.ActionCreate {
-						creates++
-					}
-					if m.Type == events.ImageEventType && m.Action == events.ActionTag {
-						tags++
-						tagName = m.Actor.Attributes["name"]
-					}
-				case err := <-res.Err:
-					if err != nil && err != io.EOF {
-						t.Fatal(err)
-					}
-					break read
+	for _, builder := range []build.BuilderVersion{build.BuilderV1, build.BuilderBuildKit} {
+		for _, tc := range []struct {
+			name, tag, tagEvent string
+		}{
+			{"no tag", "", ""},
+			{"with tag", "testbuildemitsevents" + string(builder), "testbuildemitsevents" + string(builder) + ":latest"},
+		} {
+			t.Run("v"+string(builder)+"/"+tc.name, func(t *testing.T) {
+				since := daemonUnixTime(t, c)
+				opts := client.ImageBuildOptions{NoCache: true, Version: builder}
+				if tc.tag != "" {
+					opts.Tags = []string{tc.tag}
 				}
-			}
-			wantTags := 0
-			if tc.tagEvent != "" {
-				wantTags = 1
-			}
-			if creates != 1 || tags != wantTags || tagName != tc.tagEvent {
-				t.Errorf("create events %d, tag events %d (%q); events of %s:\n%s", creates, tags, tagName, id, strings.Join(seen, "\n"))
-			}
-		})
+				id := builtImageID(t, c, "FROM "+ref+"\nRUN echo hello > /hello\n", opts)
+				until := daemonUnixTime(t, c)
+				res := c.Events(context.Background(), client.EventsListOptions{Since: since, Until: until, Filters: make(client.Filters).Add("image", id)})
+				var creates, tags int
+				var tagName string
+				var seen []string
+			read:
+				for {
+					select {
+					case m := <-res.Messages:
+						seen = append(seen, fmt.Sprintf("%s %s %s", m.Type, m.Action, m.Actor.ID))
+						if m.Type == events.ImageEventType && m.Action == events.ActionCreate {
+							creates++
+						}
+						if m.Type == events.ImageEventType && m.Action == events.ActionTag {
+							tags++
+							tagName = m.Actor.Attributes["name"]
+						}
+					case err := <-res.Err:
+						if err != nil && err != io.EOF {
+							t.Fatal(err)
+						}
+						break read
+					}
+				}
+				wantTags := 0
+				if tc.tagEvent != "" {
+					wantTags = 1
+				}
+				if creates != 1 || tags != wantTags || tagName != tc.tagEvent {
+					t.Errorf("create events %d, tag events %d (%q); events of %s:\n%s", creates, tags, tagName, id, strings.Join(seen, "\n"))
+				}
+			})
+		}
 	}
+}
+
+// builtImageID builds dockerfile with the builder opts name and returns
+// the ID the build reports last: the classic builder's last aux ID, or
+// BuildKit's moby.image.id.
+func builtImageID(t *testing.T, c *client.Client, dockerfile string, opts client.ImageBuildOptions) string {
+	t.Helper()
+	res, err := c.ImageBuild(context.Background(), contextTar(t, map[string]string{"Dockerfile": dockerfile}), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	id := ""
+	dec := json.NewDecoder(res.Body)
+	for {
+		var m struct {
+			ID    string          `json:"id"`
+			Error string          `json:"error"`
+			Aux   json.RawMessage `json:"aux"`
+		}
+		if err := dec.Decode(&m); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if m.Error != "" {
+			t.Fatalf("build failed: %s", m.Error)
+		}
+		var aux struct{ ID string }
+		if len(m.Aux) > 0 && m.Aux[0] == '{' && json.Unmarshal(m.Aux, &aux) == nil && aux.ID != "" {
+			id = aux.ID
+		}
+	}
+	if id == "" {
+		t.Fatal("the build reported no image ID")
+	}
+	return id
 }

@@ -368,3 +368,9 @@ func (p *Proxy) BuildCache(ctx context.Context) ([]build.CacheRecord, error) {
 // CachePath is hutch-buildkit's listing of its cache records (Docker's
 // build.CacheRecord, JSON), for the engine alone.
 const CachePath = "/hutch/build-cache"
+
+// LoadOriginHeader, set to "build" on hutch-buildkit's POST /images/load
+// of a build's result, has the engine tell of the image as created (an
+// image create event), as Docker's BuildKit exporter does, rather than
+// loaded.
+const LoadOriginHeader = "Hutch-Load-Origin"
