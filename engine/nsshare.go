@@ -12,7 +12,9 @@ import (
 // sharedNamespace resolves --pid container:<ref> (kind "pid") or --ipc
 // container:<ref> ("ipc") to the namespace of that container's process,
 // which must run, as Docker's checks say: an unknown container is a bad
-// parameter (400), a stopped one a conflict (409).
+// parameter (400), a stopped one a conflict (409), or for the PID
+// namespace the start's system error (500) Docker's spec builder makes of
+// it.
 func (e *Engine) sharedNamespace(ctx context.Context, c *container.Container, kind, ref string) (*container.Container, string, error) {
 	other, err := e.containers.Get(ctx, ref)
 	if errdefs.IsNotFound(err) {
@@ -24,6 +26,9 @@ func (e *Engine) sharedNamespace(ctx context.Context, c *container.Container, ki
 		return nil, "", errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("cannot join own %s namespace", kind))
 	}
 	if !other.State.Running() || other.State.Pid <= 0 {
+		if kind == "pid" {
+			return nil, "", errdefs.ErrInternal.WithMessage(fmt.Sprintf("failed to join PID namespace: container %s is not running", other.ID))
+		}
 		return nil, "", errdefs.ErrConflict.WithMessage(fmt.Sprintf("container %s is not running", other.ID))
 	}
 	return other, fmt.Sprintf("/proc/%d/ns/%s", other.State.Pid, kind), nil

@@ -57,8 +57,12 @@ func TestPidContainer(t *testing.T) {
 		t.Errorf("the joiner's exit after the target's: %q", got)
 	}
 	dockerOK(t, d, "create", "--name", "late", "--pid", "container:target", ref, "true")
-	if out, err := d.Docker(t, "start", "late"); err == nil || !strings.Contains(out, "is not running") {
+	// Docker's words and class: a system error of the start (500).
+	if out, err := d.Docker(t, "start", "late"); err == nil || !strings.Contains(out, "failed to join PID namespace: container ") || !strings.Contains(out, " is not running") {
 		t.Errorf("start joining a stopped container: %v, %q", err, out)
+	}
+	if code, body := rawDo(t, d, "POST", "/containers/late/start", nil, nil); code != 500 {
+		t.Errorf("start joining a stopped container: %d %s", code, body)
 	}
 	if got := dockerOK(t, d, "inspect", "--format", "{{.State.Status}} {{.HostConfig.PidMode}}", "late"); got != "created container:target" {
 		t.Errorf("late after the refused start: %q", got)
