@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	eventtypes "github.com/moby/moby/api/types/events"
 	"io"
 	"net/http"
 	"net/url"
@@ -15,7 +14,9 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/containerd/platforms"
 	"github.com/distribution/reference"
+	"github.com/hutch-engine/hutch/engine/build/buildctx"
 	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
+	eventtypes "github.com/moby/moby/api/types/events"
 	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/moby/moby/api/types/registry"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -130,8 +131,8 @@ func fetchRootfs(ctx context.Context, src string, progress func(jsonstream.Messa
 		return nil, fmt.Errorf("downloading %s: %w", u.Redacted(), err)
 	}
 	if resp.StatusCode >= 400 {
-		resp.Body.Close()
-		return nil, fmt.Errorf("downloading %s: %s", u.Redacted(), resp.Status)
+		class, detail := buildctx.StatusError(u.Redacted(), resp)
+		return nil, class(detail)
 	}
 	progress(jsonstream.Message{Status: "Downloading from " + u.Redacted()})
 	return resp.Body, nil

@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -350,5 +352,30 @@ func TestImageSaveThenRemove(t *testing.T) {
 	}
 	if out := must(t, d, "run", "--rm", ref, "sh", "-c", "ls /data/big | wc -l"); out == "0" {
 		t.Fatalf("the loaded image lacks its data")
+	}
+}
+
+// docker import as Docker does it: a source URL the server answers with
+// 404 is not found, a status Docker names in its message; an empty
+// archive is an image with an empty rootfs.
+func TestImportSourcesAsDocker(t *testing.T) {
+	d, _ := pulled(t)
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	for _, src := range []string{srv.URL + "/nofile.tar", strings.TrimPrefix(srv.URL, "http://") + "/nofile.tar"} {
+		code, body := rawDo(t, d, "POST", "/images/create?fromSrc="+url.QueryEscape(src)+"&repo=badsrc&tag=1", nil, nil)
+		if code != http.StatusNotFound || !strings.Contains(body, "with status 404 Not Found") {
+			t.Errorf("import from %s: %d %s", src, code, body)
+		}
+	}
+	if out, _ := d.Docker(t, "image", "inspect", "badsrc:1"); !strings.Contains(out, "No such image") {
+		t.Errorf("a failed import left an image: %s", out)
+	}
+	code, body := rawDo(t, d, "POST", "/images/create?fromSrc=-&repo=empty&tag=1", nil, strings.NewReader(""))
+	if code != http.StatusOK || strings.Contains(body, "error") {
+		t.Fatalf("import of nothing: %d %s", code, body)
+	}
+	if layers := must(t, d, "image", "inspect", "-f", "{{len .RootFS.Layers}}", "empty:1"); layers != "1" {
+		t.Errorf("the empty import has %s layers", layers)
 	}
 }

@@ -226,8 +226,11 @@ func writeRootfs(rootfs io.Reader, dir string) (path string, d digest.Digest, si
 		return "", "", 0, fmt.Errorf("reading the rootfs archive: %w%.0w", err, errdefs.ErrInvalidArgument)
 	}
 	if counter.n == 0 {
-		err = errdefs.ErrInvalidArgument.WithMessage("the rootfs archive is empty")
-		return "", "", 0, err
+		// No bytes at all is an empty rootfs, as Docker imports it: the
+		// layer is a tar archive's end marker alone.
+		if _, err = sink.Write(make([]byte, 1024)); err != nil {
+			return "", "", 0, fmt.Errorf("storage: spooling the rootfs: %w", err)
+		}
 	}
 	if err = f.Close(); err != nil {
 		return "", "", 0, fmt.Errorf("storage: %w", err)

@@ -129,21 +129,29 @@ func getRemote(ctx context.Context, raw string) (*http.Response, error) {
 	if resp.StatusCode < http.StatusBadRequest {
 		return resp, nil
 	}
+	class, detail := StatusError(raw, resp)
+	return nil, fail(class, detail)
+}
+
+// StatusError reads a failed download's response as Docker reports it:
+// the status and the body the server sent, and the error class the status
+// makes (a 404 is not found, 400 a bad parameter, 401 and 403 what they
+// say). It closes the body.
+func StatusError(address string, resp *http.Response) (class func(string) error, detail string) {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	detail := fmt.Sprintf("failed to GET %s with status %s: %s", raw, resp.Status, bytes.TrimSpace(body))
-	class := errdefs.ErrUnknown.WithMessage
+	detail = fmt.Sprintf("failed to GET %s with status %s: %s", address, resp.Status, bytes.TrimSpace(body))
 	switch resp.StatusCode {
 	case http.StatusNotFound:
-		class = errdefs.ErrNotFound.WithMessage
+		return errdefs.ErrNotFound.WithMessage, detail
 	case http.StatusBadRequest:
-		class = errdefs.ErrInvalidArgument.WithMessage
+		return errdefs.ErrInvalidArgument.WithMessage, detail
 	case http.StatusUnauthorized:
-		class = errdefs.ErrUnauthenticated.WithMessage
+		return errdefs.ErrUnauthenticated.WithMessage, detail
 	case http.StatusForbidden:
-		class = errdefs.ErrPermissionDenied.WithMessage
+		return errdefs.ErrPermissionDenied.WithMessage, detail
 	}
-	return nil, fail(class, detail)
+	return errdefs.ErrUnknown.WithMessage, detail
 }
 
 // dockerfileArchive is an archive of one file, the Dockerfile.
