@@ -12,8 +12,9 @@ import (
 
 // Compose v5 (the pinned docker-compose plugin) as a project uses it day
 // to day: health-gated start with `up --wait`, a dependency whose restart
-// restarts its dependents, profiles, and the commands around a running
-// project (ls, images, top, port, cp, run, stats, events, down --rmi).
+// restarts its dependents, profiles, a volume of type image, and the
+// commands around a running project (ls, images, top, port, cp, run,
+// stats, events, down --rmi).
 
 const composeV5File = `name: hcv5
 services:
@@ -29,6 +30,12 @@ services:
     build: ./web
     command: ["sleep", "601"]
     ports: ["127.0.0.1::80"]
+    volumes:
+      - type: image
+        source: BASE
+        target: /img
+        image:
+          subpath: etc
     depends_on:
       db:
         condition: service_healthy
@@ -80,6 +87,10 @@ func TestComposeV5Project(t *testing.T) {
 	compose("cp", filepath.Join(dir, "note.txt"), "web:/tmp/note.txt")
 	if got := compose("exec", "-T", "web", "cat", "/tmp/note.txt", "/built"); got != "from-the-host\nweb-image" {
 		t.Errorf("files in web: %q", got)
+	}
+	// volumes of type image: the image's etc, read-only.
+	if got := compose("exec", "-T", "web", "sh", "-c", "head -1 /img/passwd; touch /img/x 2>/dev/null || echo read-only"); got != "root:x:0:0:root:/root:/bin/sh\nread-only" {
+		t.Errorf("the image volume in web: %q", got)
 	}
 	compose("cp", "web:/built", filepath.Join(dir, "built.txt"))
 	if b, err := os.ReadFile(filepath.Join(dir, "built.txt")); err != nil || string(b) != "web-image\n" {
