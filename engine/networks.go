@@ -3,10 +3,13 @@ package engine
 import (
 	"context"
 	"fmt"
-	eventtypes "github.com/moby/moby/api/types/events"
+	"iter"
 	"maps"
 	"net/netip"
 	"path/filepath"
+	"time"
+
+	eventtypes "github.com/moby/moby/api/types/events"
 
 	"github.com/containerd/errdefs"
 	"github.com/hutch-engine/hutch/engine/container"
@@ -344,11 +347,41 @@ func (e *Engine) NetworkRemove(ctx context.Context, ref string) error {
 	if err != nil {
 		return err
 	}
+	e.awaitExiting(ctx, maps.Keys(in.Containers))
 	if err := n.NetworkRemove(ctx, in.ID); err != nil {
 		return err
 	}
 	e.networkEvent(eventtypes.ActionDestroy, in.ID, in.Name, nil)
 	return nil
+}
+
+// awaitExiting waits, a bounded while, until those of the containers ids
+// whose process has ended have their exit recorded: their monitor drains
+// the attached clients first and releases the network after. A client
+// that saw a container's output end and at once removes its network
+// (docker run, then docker network rm) is then not refused for an
+// endpoint that is on its way out. Containers still running, or not
+// started yet, are not waited for.
+func (e *Engine) awaitExiting(ctx context.Context, ids iter.Seq[string]) {
+	ctx, cancel := context.WithTimeout(ctx, attachDrain+time.Second)
+	defer cancel()
+	for id := range ids {
+		e.runs.mu.Lock()
+		live := e.runs.shims[id] != nil
+		e.runs.mu.Unlock()
+		if live {
+			continue
+		}
+		ch, err := e.containers.Wait(ctx, id, container.WaitNotRunning)
+		if err != nil {
+			continue
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // NetworkPrune answers POST /networks/prune.
