@@ -123,12 +123,12 @@ func TestAddressPlan(t *testing.T) {
 	t.Setenv("XDG_DATA_HOME", filepath.Join(base, "data"))
 	os.MkdirAll(filepath.Join(base, "run"), 0o700)
 	cfgFile := filepath.Join(base, "daemon.json")
-	os.WriteFile(cfgFile, []byte(`{"bip": "10.200.0.1/24", "default-address-pools": [{"base": "10.124.0.0/16", "size": 24}]}`), 0o600)
+	os.WriteFile(cfgFile, []byte(`{"bip": "10.200.0.1/24", "default-address-pools": [{"base": "10.124.0.0/16", "size": 24}, {"base": "fd00:9::/48", "size": 64}]}`), 0o600)
 	c, err := Resolve(Flags{ConfigFile: cfgFile})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.BIP != "10.200.0.1/24" || len(c.AddressPools) != 1 || c.AddressPools[0] != (AddressPool{"10.124.0.0/16", 24}) || len(c.Warnings) != 0 {
+	if c.BIP != "10.200.0.1/24" || len(c.AddressPools) != 2 || c.AddressPools[0] != (AddressPool{"10.124.0.0/16", 24}) || c.AddressPools[1] != (AddressPool{"fd00:9::/48", 64}) || len(c.Warnings) != 0 {
 		t.Errorf("bip and pools: %q %+v, warnings %q", c.BIP, c.AddressPools, c.Warnings)
 	}
 	for bad, msg := range map[string]string{
@@ -136,10 +136,12 @@ func TestAddressPlan(t *testing.T) {
 		`{"bip": "10.200.0.0/24"}`: "the address is the subnet's own; give the bridge's, e.g. 10.200.0.1/24",
 		`{"bip": "10.200.0.1/31"}`: "has no room for containers",
 		`{"bip": "fd00::1/64"}`:    "only IPv4",
-		`{"default-address-pools": [{"base": "10.124.0.0/16", "size": 8}]}`:  "the size must be between 16 (the base's) and 30",
-		`{"default-address-pools": [{"base": "10.124.0.1/16", "size": 24}]}`: "is not a network address: want 10.124.0.0/16",
-		`{"default-address-pools": [{"base": "nonsense", "size": 24}]}`:      "base \"nonsense\"",
-		`{"dns": ["192.0.2.1", "nope"]}`:                                     "dns: \"nope\" is not an IP address",
+		`{"default-address-pools": [{"base": "10.124.0.0/16", "size": 8}]}`:         "the size must be between 16 (the base's) and 30",
+		`{"default-address-pools": [{"base": "10.124.0.1/16", "size": 24}]}`:        "is not a network address: want 10.124.0.0/16",
+		`{"default-address-pools": [{"base": "nonsense", "size": 24}]}`:             "base \"nonsense\"",
+		`{"default-address-pools": [{"base": "fd00::/48", "size": 127}]}`:           "the size must be between 48 (the base's) and 126",
+		`{"default-address-pools": [{"base": "::ffff:10.0.0.0/104", "size": 120}]}`: "write an IPv4 base as IPv4",
+		`{"dns": ["192.0.2.1", "nope"]}`:                                            "dns: \"nope\" is not an IP address",
 	} {
 		os.WriteFile(cfgFile, []byte(bad), 0o600)
 		if _, err := Resolve(Flags{ConfigFile: cfgFile}); err == nil || !strings.Contains(err.Error(), msg) || !strings.Contains(err.Error(), cfgFile) {

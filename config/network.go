@@ -29,19 +29,25 @@ func checkBIP(bip string) error {
 	return nil
 }
 
-// checkPools reads daemon.json's "default-address-pools".
+// checkPools reads daemon.json's "default-address-pools": IPv4 pools,
+// and IPv6 ones for the networks created with IPv6 (without one, those
+// take their subnets from a ULA prefix derived from the engine's ID).
 func checkPools(pools []AddressPool) error {
 	for _, ap := range pools {
 		p, err := netip.ParsePrefix(ap.Base)
+		maxSize := 30
+		if err == nil && p.Addr().Is6() {
+			maxSize = 126
+		}
 		switch {
 		case err != nil:
 			return fmt.Errorf("default-address-pools: base %q: %w", ap.Base, err)
-		case !p.Addr().Is4():
-			return fmt.Errorf("default-address-pools: base %q: only IPv4 is supported", ap.Base)
+		case p.Addr().Is4In6():
+			return fmt.Errorf("default-address-pools: base %q: write an IPv4 base as IPv4", ap.Base)
 		case p != p.Masked():
 			return fmt.Errorf("default-address-pools: base %q is not a network address: want %s", ap.Base, p.Masked())
-		case ap.Size < p.Bits() || ap.Size > 30:
-			return fmt.Errorf("default-address-pools: base %s, size %d: the size must be between %d (the base's) and 30", ap.Base, ap.Size, p.Bits())
+		case ap.Size < p.Bits() || ap.Size > maxSize:
+			return fmt.Errorf("default-address-pools: base %s, size %d: the size must be between %d (the base's) and %d", ap.Base, ap.Size, p.Bits(), maxSize)
 		}
 	}
 	return nil
