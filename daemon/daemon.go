@@ -174,7 +174,11 @@ func runEngine(ctx context.Context, c *config.Config, log *slog.Logger) error {
 		}
 		netDriver = d
 	}
-	netOpts := enet.Options{Root: filepath.Join(c.DataRoot, "networks"), Driver: netDriver, Logger: log}
+	engineID, err := engine.LoadID(c.DataRoot)
+	if err != nil {
+		return err
+	}
+	netOpts := enet.Options{Root: filepath.Join(c.DataRoot, "networks"), Driver: netDriver, Logger: log, EngineID: engineID}
 	if err := addressPlan(c, &netOpts); err != nil {
 		return err
 	}

@@ -150,6 +150,17 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	return e, nil
 }
 
+// LoadID returns the ID of the engine whose data is under dataRoot,
+// made at its first start: the daemon reads it before the engine opens,
+// for what derives from it (the networks' IPv6 pool, as Docker derives
+// it from its engine ID).
+func LoadID(dataRoot string) (string, error) {
+	if err := os.MkdirAll(dataRoot, 0o700); err != nil {
+		return "", fmt.Errorf("data root: %w", err)
+	}
+	return loadOrCreateID(filepath.Join(dataRoot, "engine-id"))
+}
+
 // loadOrCreateID keeps a stable engine ID across restarts, as Docker does.
 func loadOrCreateID(path string) (string, error) {
 	b, err := os.ReadFile(path)

@@ -11,6 +11,7 @@ import (
 	"slices"
 
 	"github.com/hutch-engine/hutch/engine/container"
+	"github.com/moby/moby/api/types/network"
 )
 
 // A running container connected to a user network gets that network's
@@ -32,10 +33,25 @@ import (
 // nothing of this runs on the start path.
 
 // netChange is what a connect or disconnect did that a running
-// container's /etc/hosts shows: the address it got on the network, or
-// the one it lost there.
+// container's /etc/hosts shows: the addresses it got on the network
+// (IPv4, then IPv6), or the ones it lost there.
 type netChange struct {
-	added, removed netip.Addr
+	added, removed []netip.Addr
+}
+
+// endpointAddrs are the addresses of an endpoint's settings, IPv4 first,
+// as /etc/hosts lists them.
+func endpointAddrs(ep *network.EndpointSettings) []netip.Addr {
+	var out []netip.Addr
+	if ep == nil {
+		return nil
+	}
+	for _, a := range []netip.Addr{ep.IPAddress, ep.GlobalIPv6Address} {
+		if a.IsValid() {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // reEtc runs change (a connect or disconnect of c) and, when c runs,

@@ -37,10 +37,10 @@ func hostsNames(hostname, domainname string) string {
 	return names
 }
 
-// reHosts adds to, and deletes from, the /etc/hosts of targets the line
-// of c's address that ch gained or lost.
+// reHosts adds to, and deletes from, the /etc/hosts of targets the lines
+// of c's addresses that ch gained or lost.
 func (e *Engine) reHosts(c *container.Container, targets []*container.Container, ch netChange) {
-	if !ch.added.IsValid() && !ch.removed.IsValid() {
+	if len(ch.added) == 0 && len(ch.removed) == 0 {
 		return
 	}
 	names := hostsNames(c.Config.Hostname, c.Config.Domainname)
@@ -50,11 +50,15 @@ func (e *Engine) reHosts(c *container.Container, targets []*container.Container,
 		}
 		path := filepath.Join(e.etcDir(t), "hosts")
 		var err error
-		if ch.removed.IsValid() {
-			err = deleteHostsLine(path, ch.removed, names)
+		for _, a := range ch.removed {
+			if err == nil {
+				err = deleteHostsLine(path, a, names)
+			}
 		}
-		if ch.added.IsValid() && err == nil {
-			err = appendHostsLine(path, ch.added, names)
+		for _, a := range ch.added {
+			if err == nil {
+				err = appendHostsLine(path, a, names)
+			}
 		}
 		if err != nil {
 			e.log.Warn("updating /etc/hosts after a network change", "container", t.ID, "err", err)

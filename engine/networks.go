@@ -92,9 +92,10 @@ type NetAttachment struct {
 	NetNSPath string
 	// Settings are recorded as the container's NetworkSettings.
 	Settings *containertypes.NetworkSettings
-	// Addrs are the container's addresses, one a network in attach
-	// order (its primary network's first): /etc/hosts maps the hostname
-	// to each, as Docker has a line for each endpoint.
+	// Addrs are the container's addresses, those of each network in
+	// attach order (its primary network's first), IPv4 then IPv6:
+	// /etc/hosts maps the hostname to each, as Docker has a line for each
+	// address of each endpoint.
 	Addrs []netip.Addr
 	// DNS makes resolv.conf.
 	DNS
@@ -416,7 +417,7 @@ func (e *Engine) NetworkConnect(ctx context.Context, ref string, req network.Con
 		if name, ep, err = n.Connect(ctx, c, ref, req.EndpointConfig); err != nil {
 			return netChange{}, err
 		}
-		return netChange{added: ep.IPAddress}, nil
+		return netChange{added: endpointAddrs(ep)}, nil
 	}); err != nil {
 		return err
 	}
@@ -449,10 +450,10 @@ func (e *Engine) NetworkDisconnect(ctx context.Context, ref string, req network.
 		if name, err = n.Disconnect(ctx, c, ref, req.Force); err != nil {
 			return netChange{}, err
 		}
-		// The address it had there, as its record shows while it runs.
-		var gone netip.Addr
-		if ns := c.NetworkSettings; ns != nil && ns.Networks[name] != nil {
-			gone = ns.Networks[name].IPAddress
+		// The addresses it had there, as its record shows while it runs.
+		var gone []netip.Addr
+		if ns := c.NetworkSettings; ns != nil {
+			gone = endpointAddrs(ns.Networks[name])
 		}
 		return netChange{removed: gone}, nil
 	}); err != nil {

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,90 +15,155 @@ import (
 	"github.com/moby/moby/api/types/network"
 )
 
+// Driver options that enable an address family when the request's
+// EnableIPv4 and EnableIPv6 leave it unsaid (Docker's netlabel names).
+const (
+	optEnableIPv4 = "com.docker.network.enable_ipv4"
+	optEnableIPv6 = "com.docker.network.enable_ipv6"
+)
+
 // checkCreate validates a create request and returns the network it
-// describes, without subnet when the user gave none. Errors are classed;
-// the messages are Docker's where it has one.
-func checkCreate(req network.CreateRequest) (*Network, error) {
+// describes, without the subnets the user gave none of: v6 says the
+// network has IPv6 all the same, with a subnet from the pools. Errors
+// are classed; the messages are Docker's where it has one.
+func checkCreate(req network.CreateRequest) (n *Network, v6 bool, err error) {
 	if strings.TrimSpace(req.Name) == "" {
-		return nil, errdefs.ErrInvalidArgument.WithMessage("network name cannot be empty")
+		return nil, false, errdefs.ErrInvalidArgument.WithMessage("network name cannot be empty")
 	}
 	if strings.ContainsAny(req.Name, "/:") || strings.ContainsFunc(req.Name, func(r rune) bool { return r < ' ' || r == 0x7f }) {
-		return nil, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid network name %q: it may not contain '/', ':' or control characters", req.Name))
+		return nil, false, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid network name %q: it may not contain '/', ':' or control characters", req.Name))
 	}
 	switch req.Driver {
 	case "", driverBridge:
 	case driverHost, driverNull:
-		return nil, errdefs.ErrPermissionDenied.WithMessage(fmt.Sprintf("only one instance of %q network is allowed", req.Driver))
+		return nil, false, errdefs.ErrPermissionDenied.WithMessage(fmt.Sprintf("only one instance of %q network is allowed", req.Driver))
 	default:
-		return nil, errdefs.ErrNotImplemented.WithMessage(fmt.Sprintf("network driver %q is not supported: hutch makes bridge networks", req.Driver))
+		return nil, false, errdefs.ErrNotImplemented.WithMessage(fmt.Sprintf("network driver %q is not supported: hutch makes bridge networks", req.Driver))
 	}
 	switch {
 	case req.Scope != "" && req.Scope != "local":
-		return nil, errdefs.ErrNotImplemented.WithMessage(fmt.Sprintf("network scope %q is not supported: hutch's networks are local", req.Scope))
+		return nil, false, errdefs.ErrNotImplemented.WithMessage(fmt.Sprintf("network scope %q is not supported: hutch's networks are local", req.Scope))
 	case req.Ingress, req.ConfigOnly, req.ConfigFrom != nil && req.ConfigFrom.Network != "":
-		return nil, errdefs.ErrNotImplemented.WithMessage("ingress and config-only networks are swarm features, which hutch does not have")
-	case req.EnableIPv6 != nil && *req.EnableIPv6:
-		return nil, errdefs.ErrNotImplemented.WithMessage("IPv6 networks are not supported yet")
-	case req.EnableIPv4 != nil && !*req.EnableIPv4:
-		return nil, errdefs.ErrNotImplemented.WithMessage("networks without IPv4 are not supported")
+		return nil, false, errdefs.ErrNotImplemented.WithMessage("ingress and config-only networks are swarm features, which hutch does not have")
 	}
-	n := &Network{Name: req.Name, Driver: driverBridge, Internal: req.Internal, Attachable: req.Attachable,
+	n = &Network{Name: req.Name, Driver: driverBridge, Internal: req.Internal, Attachable: req.Attachable,
 		Labels: maps.Clone(req.Labels), Options: maps.Clone(req.Options)}
+	v4, err := enabled(req.EnableIPv4, n.Options, optEnableIPv4, true)
+	if err != nil {
+		return nil, false, err
+	}
+	if v6, err = enabled(req.EnableIPv6, n.Options, optEnableIPv6, false); err != nil {
+		return nil, false, err
+	}
+	if !v4 && !v6 {
+		return nil, false, errdefs.ErrInvalidArgument.WithMessage("IPv4 or IPv6 must be enabled")
+	}
+	n.NoIPv4 = !v4
 	if req.IPAM == nil {
-		return n, nil
+		return n, v6, nil
 	}
 	if d := req.IPAM.Driver; d != "" && d != "default" {
-		return nil, errdefs.ErrNotImplemented.WithMessage(fmt.Sprintf("IPAM driver %q is not supported", d))
+		return nil, false, errdefs.ErrNotImplemented.WithMessage(fmt.Sprintf("IPAM driver %q is not supported", d))
 	}
-	var v4 []network.IPAMConfig
+	// As Docker, the configs of a family the network does not have are
+	// ignored: a --subnet fd00::/64 without --ipv6 makes an IPv4 network.
+	var cfg4, cfg6 []network.IPAMConfig
 	for _, c := range req.IPAM.Config {
 		switch {
-		case c.Subnet.IsValid() && c.Subnet.Addr().Is6():
-			return nil, errdefs.ErrNotImplemented.WithMessage("IPv6 networks are not supported yet")
 		case !c.Subnet.IsValid() && (c.Gateway.IsValid() || c.IPRange.IsValid()):
-			return nil, errdefs.ErrInvalidArgument.WithMessage("invalid pool request: a gateway or an ip-range needs a subnet")
+			return nil, false, errdefs.ErrInvalidArgument.WithMessage("invalid pool request: a gateway or an ip-range needs a subnet")
 		case len(c.AuxAddress) > 0:
-			return nil, errdefs.ErrNotImplemented.WithMessage("auxiliary addresses are not supported")
+			return nil, false, errdefs.ErrNotImplemented.WithMessage("auxiliary addresses are not supported")
+		case !c.Subnet.IsValid():
+		case c.Subnet.Addr().Is6() && !c.Subnet.Addr().Is4In6():
+			if v6 {
+				cfg6 = append(cfg6, c)
+			}
+		case v4:
+			cfg4 = append(cfg4, c)
 		}
-		if c.Subnet.IsValid() {
-			v4 = append(v4, c)
+	}
+	if len(cfg4) > 1 || len(cfg6) > 1 {
+		return nil, false, errdefs.ErrNotImplemented.WithMessage("a network with more than one subnet of a family (IPv4 or IPv6) is not supported")
+	}
+	if len(cfg4) == 1 {
+		if n.Subnet, n.Gateway, n.IPRange, err = checkPoolConfig(cfg4[0]); err != nil {
+			return nil, false, err
 		}
 	}
-	if len(v4) > 1 {
-		return nil, errdefs.ErrNotImplemented.WithMessage("a network with more than one IPv4 subnet is not supported")
+	if len(cfg6) == 1 {
+		if n.Subnet6, n.Gateway6, n.IPRange6, err = checkPoolConfig(cfg6[0]); err != nil {
+			return nil, false, err
+		}
 	}
-	if len(v4) == 0 {
-		return n, nil
+	return n, v6, nil
+}
+
+// enabled settles whether an address family is on: the request's flag
+// when it has one (the driver option of the same meaning is then dropped,
+// so that inspect does not show a value that lost), else the driver
+// option, else def.
+func enabled(flag *bool, opts map[string]string, opt string, def bool) (bool, error) {
+	if flag != nil {
+		delete(opts, opt)
+		return *flag, nil
 	}
-	c := v4[0]
+	v, ok := opts[opt]
+	if !ok {
+		return def, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("driver-opt %q is not a valid bool", opt))
+	}
+	return b, nil
+}
+
+// checkPoolConfig validates the IPAM config of one family and returns
+// its subnet, gateway (the subnet's first host address unless given) and
+// ip-range.
+func checkPoolConfig(c network.IPAMConfig) (subnet netip.Prefix, gw netip.Addr, rng netip.Prefix, err error) {
 	s := c.Subnet
+	is6 := s.Addr().Is6()
+	family, maxBits := 4, 30
+	if is6 {
+		family, maxBits = 6, 126
+	}
+	invalid := func(format string, a ...any) (netip.Prefix, netip.Addr, netip.Prefix, error) {
+		return netip.Prefix{}, netip.Addr{}, netip.Prefix{}, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf(format, a...))
+	}
 	if s != s.Masked() {
-		return nil, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid subnet %s : it should be %s", s, s.Masked()))
+		return invalid("invalid subnet %s : it should be %s", s, s.Masked())
 	}
-	if s.Bits() > 30 {
-		return nil, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid subnet %s: it has no room for containers", s))
+	if s.Bits() > maxBits {
+		return invalid("invalid subnet %s: it has no room for containers", s)
 	}
-	n.Subnet, n.UserSubnet = s, true
-	n.Gateway = firstHost(s)
+	gw = firstHost(s)
 	if c.Gateway.IsValid() {
 		g := c.Gateway.Unmap()
-		if !s.Contains(g) || g == s.Addr() || g == broadcast(s) {
-			return nil, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid gateway address %s: it is not a host address of subnet %s", g, s))
+		if g.Is6() != is6 {
+			return invalid("invalid gateway %s: parent subnet is an IPv%d block", g, family)
 		}
-		n.Gateway = g
+		if !s.Contains(g) || g == s.Addr() || (!is6 && g == broadcast(s)) {
+			return invalid("invalid gateway address %s: it is not a host address of subnet %s", g, s)
+		}
+		gw = g
 	}
 	if r := c.IPRange; r.IsValid() {
-		if !r.Addr().Is4() || r != r.Masked() || r.Bits() < s.Bits() || !s.Contains(r.Addr()) {
-			return nil, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid ip-range %s: it must be a network inside subnet %s", r, s))
+		if r.Addr().Is6() != is6 {
+			return invalid("invalid ip-range %s: parent subnet is an IPv%d block", r, family)
 		}
-		n.IPRange = r
+		if r != r.Masked() || r.Bits() < s.Bits() || !s.Contains(r.Addr()) {
+			return invalid("invalid ip-range %s: it must be a network inside subnet %s", r, s)
+		}
+		rng = r
 	}
-	return n, nil
+	return s, gw, rng, nil
 }
 
 // NetworkCreate implements engine.Networks.
 func (m *Manager) NetworkCreate(ctx context.Context, req network.CreateRequest) (network.CreateResponse, error) {
-	n, err := checkCreate(req)
+	n, v6, err := checkCreate(req)
 	if err != nil {
 		return network.CreateResponse{}, err
 	}
@@ -112,20 +178,31 @@ func (m *Manager) NetworkCreate(ctx context.Context, req network.CreateRequest) 
 	}
 	var used []netip.Prefix
 	for _, o := range m.nets {
-		if o.Subnet.IsValid() {
-			used = append(used, o.Subnet)
+		for _, s := range []netip.Prefix{o.Subnet, o.Subnet6} {
+			if s.IsValid() {
+				used = append(used, s)
+			}
 		}
 	}
-	if n.Subnet.IsValid() {
-		if overlapsAny(n.Subnet, used) {
-			return network.CreateResponse{}, errdefs.ErrPermissionDenied.WithMessage("invalid pool request: Pool overlaps with other one on this address space")
+	for _, fam := range []struct {
+		want    bool
+		v6      bool
+		subnet  *netip.Prefix
+		gateway *netip.Addr
+	}{{!n.NoIPv4, false, &n.Subnet, &n.Gateway}, {v6, true, &n.Subnet6, &n.Gateway6}} {
+		switch {
+		case !fam.want:
+		case fam.subnet.IsValid():
+			if overlapsAny(*fam.subnet, used) {
+				return network.CreateResponse{}, errdefs.ErrPermissionDenied.WithMessage("invalid pool request: Pool overlaps with other one on this address space")
+			}
+		default:
+			s, err := chooseSubnet(m.pools, append(slices.Clone(used), reserved...), fam.v6)
+			if err != nil {
+				return network.CreateResponse{}, err
+			}
+			*fam.subnet, *fam.gateway = s, firstHost(s)
 		}
-	} else {
-		s, err := chooseSubnet(m.pools, append(used, reserved...))
-		if err != nil {
-			return network.CreateResponse{}, err
-		}
-		n.Subnet, n.Gateway = s, firstHost(s)
 	}
 	n.ID = newID()
 	n.Created = time.Now().UTC()
@@ -147,12 +224,18 @@ func (m *Manager) NetworkInspect(ctx context.Context, ref string) (network.Inspe
 	}
 	out := network.Inspect{Network: n.summary().Network, Containers: map[string]network.EndpointResource{}}
 	for id, ep := range n.eps {
-		out.Containers[id] = network.EndpointResource{
-			Name:        ep.Name,
-			EndpointID:  ep.ID,
-			MacAddress:  network.HardwareAddr(slices.Clone(ep.MAC)),
-			IPv4Address: netip.PrefixFrom(ep.IP, n.Subnet.Bits()),
+		r := network.EndpointResource{
+			Name:       ep.Name,
+			EndpointID: ep.ID,
+			MacAddress: network.HardwareAddr(slices.Clone(ep.MAC)),
 		}
+		if ep.IP.IsValid() {
+			r.IPv4Address = netip.PrefixFrom(ep.IP, n.Subnet.Bits())
+		}
+		if ep.IP6.IsValid() {
+			r.IPv6Address = netip.PrefixFrom(ep.IP6, n.Subnet6.Bits())
+		}
+		out.Containers[id] = r
 	}
 	return out, nil
 }

@@ -15,13 +15,19 @@ import (
 func TestCheckCreate(t *testing.T) {
 	p, a := netip.MustParsePrefix, netip.MustParseAddr
 	yes, no := true, false
-	ipam := func(c network.IPAMConfig) *network.IPAM { return &network.IPAM{Config: []network.IPAMConfig{c}} }
+	ipam := func(cs ...network.IPAMConfig) *network.IPAM { return &network.IPAM{Config: cs} }
+	const none = "invalid Prefix invalid IP invalid Prefix"
+	v6 := func(c ...network.IPAMConfig) network.CreateRequest {
+		return network.CreateRequest{Name: "n", EnableIPv6: &yes, IPAM: ipam(c...)}
+	}
 	tests := []struct {
-		name string
-		req  network.CreateRequest
-		err  error
-		text string
-		want string // subnet gateway range
+		name  string
+		req   network.CreateRequest
+		err   error
+		text  string
+		want  string // subnet gateway range
+		want6 string // the same of IPv6; "" is none, and no IPv6
+		no4   bool
 	}{
 		{name: "plain", req: network.CreateRequest{Name: "n"}, want: "invalid Prefix invalid IP invalid Prefix"},
 		{name: "subnet", req: network.CreateRequest{Name: "n", IPAM: ipam(network.IPAMConfig{Subnet: p("10.9.0.0/24")})}, want: "10.9.0.0/24 10.9.0.1 invalid Prefix"},
@@ -31,9 +37,26 @@ func TestCheckCreate(t *testing.T) {
 		{name: "overlay", req: network.CreateRequest{Name: "n", Driver: "overlay"}, err: errdefs.ErrNotImplemented},
 		{name: "another host", req: network.CreateRequest{Name: "n", Driver: "host"}, err: errdefs.ErrPermissionDenied, text: `only one instance of "host" network is allowed`},
 		{name: "swarm scope", req: network.CreateRequest{Name: "n", Scope: "swarm"}, err: errdefs.ErrNotImplemented},
-		{name: "ipv6", req: network.CreateRequest{Name: "n", EnableIPv6: &yes}, err: errdefs.ErrNotImplemented},
-		{name: "no ipv4", req: network.CreateRequest{Name: "n", EnableIPv4: &no}, err: errdefs.ErrNotImplemented},
-		{name: "ipv6 subnet", req: network.CreateRequest{Name: "n", IPAM: ipam(network.IPAMConfig{Subnet: p("fd00::/64")})}, err: errdefs.ErrNotImplemented},
+		{name: "ipv6 from the pools", req: network.CreateRequest{Name: "n", EnableIPv6: &yes}, want: none, want6: none},
+		{name: "dual stack", req: v6(network.IPAMConfig{Subnet: p("10.9.0.0/24")}, network.IPAMConfig{Subnet: p("fd00:1::/64")}), want: "10.9.0.0/24 10.9.0.1 invalid Prefix", want6: "fd00:1::/64 fd00:1::1 invalid Prefix"},
+		{name: "ipv6 /56 with a /64 range and a gateway", req: v6(network.IPAMConfig{Subnet: p("fd2e:b68c:ce26::/56"), IPRange: p("fd2e:b68c:ce26::/64"), Gateway: a("fd2e:b68c:ce26::1")}), want: none, want6: "fd2e:b68c:ce26::/56 fd2e:b68c:ce26::1 fd2e:b68c:ce26::/64"},
+		{name: "ipv6 range of two at the end of a /64", req: v6(network.IPAMConfig{Subnet: p("fda9:8d04:86e::/64"), IPRange: p("fda9:8d04:86e::ffff:ffff:ffff:fffe/127")}), want: none, want6: "fda9:8d04:86e::/64 fda9:8d04:86e::1 fda9:8d04:86e:0:ffff:ffff:ffff:fffe/127"},
+		{name: "ipv6 gateway last address", req: v6(network.IPAMConfig{Subnet: p("fd00:1::/120"), Gateway: a("fd00:1::ff")}), want: none, want6: "fd00:1::/120 fd00:1::ff invalid Prefix"},
+		{name: "ipv6 subnet without ipv6 is ignored", req: network.CreateRequest{Name: "n", IPAM: ipam(network.IPAMConfig{Subnet: p("fd00::/64")})}, want: none},
+		{name: "ipv6 by option", req: network.CreateRequest{Name: "n", Options: map[string]string{optEnableIPv6: "true"}}, want: none, want6: none},
+		{name: "flag wins over option", req: network.CreateRequest{Name: "n", EnableIPv6: &no, Options: map[string]string{optEnableIPv6: "true"}}, want: none},
+		{name: "ipv6 only", req: network.CreateRequest{Name: "n", EnableIPv4: &no, EnableIPv6: &yes, IPAM: ipam(network.IPAMConfig{Subnet: p("10.9.0.0/24")}, network.IPAMConfig{Subnet: p("fd00:2::/64")})}, want: none, want6: "fd00:2::/64 fd00:2::1 invalid Prefix", no4: true},
+		{name: "ipv6 host bits set", req: v6(network.IPAMConfig{Subnet: p("fd00::1/64")}), err: errdefs.ErrInvalidArgument, text: "invalid subnet fd00::1/64 : it should be fd00::/64"},
+		{name: "ipv6 subnet too small", req: v6(network.IPAMConfig{Subnet: p("fd00::/127")}), err: errdefs.ErrInvalidArgument, text: "no room"},
+		{name: "ipv6 gateway outside", req: v6(network.IPAMConfig{Subnet: p("fd00::/64"), Gateway: a("fd01::1")}), err: errdefs.ErrInvalidArgument, text: "invalid gateway address fd01::1"},
+		{name: "ipv6 gateway is the subnet's address", req: v6(network.IPAMConfig{Subnet: p("fd00::/64"), Gateway: a("fd00::")}), err: errdefs.ErrInvalidArgument, text: "invalid gateway"},
+		{name: "ipv4 gateway in an ipv6 subnet", req: v6(network.IPAMConfig{Subnet: p("fd00::/64"), Gateway: a("10.0.0.1")}), err: errdefs.ErrInvalidArgument, text: "parent subnet is an IPv6 block"},
+		{name: "ipv6 range bigger than the subnet", req: v6(network.IPAMConfig{Subnet: p("fd00::/64"), IPRange: p("fd00::/56")}), err: errdefs.ErrInvalidArgument, text: "invalid ip-range fd00::/56"},
+		{name: "ipv4 range in an ipv6 subnet", req: v6(network.IPAMConfig{Subnet: p("fd00::/64"), IPRange: p("10.0.0.0/24")}), err: errdefs.ErrInvalidArgument, text: "parent subnet is an IPv6 block"},
+		{name: "two ipv6 subnets", req: v6(network.IPAMConfig{Subnet: p("fd00::/64")}, network.IPAMConfig{Subnet: p("fd01::/64")}), err: errdefs.ErrNotImplemented},
+		{name: "neither family", req: network.CreateRequest{Name: "n", EnableIPv4: &no}, err: errdefs.ErrInvalidArgument, text: "IPv4 or IPv6 must be enabled"},
+		{name: "neither family by option", req: network.CreateRequest{Name: "n", Options: map[string]string{optEnableIPv4: "false"}}, err: errdefs.ErrInvalidArgument, text: "IPv4 or IPv6 must be enabled"},
+		{name: "bad family option", req: network.CreateRequest{Name: "n", Options: map[string]string{optEnableIPv6: "maybe"}}, err: errdefs.ErrInvalidArgument, text: `driver-opt "com.docker.network.enable_ipv6" is not a valid bool`},
 		{name: "host bits set", req: network.CreateRequest{Name: "n", IPAM: ipam(network.IPAMConfig{Subnet: p("10.9.0.1/24")})}, err: errdefs.ErrInvalidArgument, text: "invalid subnet 10.9.0.1/24 : it should be 10.9.0.0/24"},
 		{name: "tiny subnet", req: network.CreateRequest{Name: "n", IPAM: ipam(network.IPAMConfig{Subnet: p("10.9.0.0/31")})}, err: errdefs.ErrInvalidArgument},
 		{name: "gateway outside", req: network.CreateRequest{Name: "n", IPAM: ipam(network.IPAMConfig{Subnet: p("10.9.0.0/24"), Gateway: a("10.8.0.1")})}, err: errdefs.ErrInvalidArgument},
@@ -45,7 +68,7 @@ func TestCheckCreate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			n, err := checkCreate(tt.req)
+			n, v6, err := checkCreate(tt.req)
 			if tt.err != nil {
 				if !errors.Is(err, tt.err) || !strings.Contains(err.Error(), tt.text) {
 					t.Fatalf("err = %v, want %v %q", err, tt.err, tt.text)
@@ -57,6 +80,16 @@ func TestCheckCreate(t *testing.T) {
 			}
 			if got := n.Subnet.String() + " " + n.Gateway.String() + " " + n.IPRange.String(); got != tt.want {
 				t.Errorf("network %s, want %s", got, tt.want)
+			}
+			got6 := ""
+			if v6 {
+				got6 = n.Subnet6.String() + " " + n.Gateway6.String() + " " + n.IPRange6.String()
+			}
+			if got6 != tt.want6 || n.NoIPv4 != tt.no4 {
+				t.Errorf("IPv6 %q (no IPv4 %v), want %q (%v)", got6, n.NoIPv4, tt.want6, tt.no4)
+			}
+			if _, ok := n.Options[optEnableIPv6]; ok && tt.req.EnableIPv6 != nil {
+				t.Errorf("the option %s stays beside the flag", optEnableIPv6)
 			}
 		})
 	}

@@ -40,7 +40,7 @@ func (m *Manager) bridgePlace(ctx context.Context, cur *Network) (netip.Prefix, 
 			used = append(used, n.Subnet)
 		}
 	}
-	s, err := chooseSubnet(m.pools, used)
+	s, err := chooseSubnet(m.pools, used, false)
 	return s, firstHost(s), err
 }
 

@@ -108,38 +108,49 @@ func (m *Manager) findAtCreate(ref string) (*netState, error) {
 }
 
 // validateEndpoint checks an endpoint config against its network, with
-// Docker's messages.
+// Docker's messages. As Docker, a static address may be asked for on any
+// user network, one whose subnet came from the pools too.
 func validateEndpoint(n *netState, cfg *network.EndpointSettings) error {
 	if cfg == nil {
 		return nil
 	}
-	var static netip.Addr
-	if cfg.IPAMConfig != nil {
-		static = cfg.IPAMConfig.IPv4Address
-		if cfg.IPAMConfig.IPv6Address.IsValid() {
-			return errdefs.ErrInvalidArgument.WithMessage("invalid IPv6 address: IPv6 is not enabled on network " + n.Name)
-		}
-	}
+	want4, want6 := staticAddrs(cfg)
 	if !n.UserDefined() {
-		if static.IsValid() {
+		if want4.IsValid() || want6.IsValid() {
 			return errdefs.ErrInvalidArgument.WithMessage("user specified IP address is supported on user defined networks only")
 		}
 		if len(cfg.Aliases) > 0 {
 			return errdefs.ErrInvalidArgument.WithMessage("network-scoped alias is supported only for containers in user defined networks")
 		}
 	}
-	if static.IsValid() {
-		if !static.Is4() {
-			return errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid IPv4 address: %s", static))
-		}
-		if !n.UserSubnet {
-			return errdefs.ErrInvalidArgument.WithMessage("user specified IP address is supported only when connecting to networks with user configured subnets")
-		}
-		if n.pool == nil || !n.pool.usable(static) {
-			return errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("no configured subnet or ip-range contain the IP address %s", static))
+	if want4.IsValid() && (!want4.Is4() || want4.IsUnspecified()) {
+		return errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid IPv4 address: %s", want4))
+	}
+	if want6.IsValid() && (!want6.Is6() || want6.Is4In6() || want6.IsUnspecified() || want6.Zone() != "") {
+		return errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("invalid IPv6 address: %s", want6))
+	}
+	for _, c := range []struct {
+		want netip.Addr
+		p    *pool
+	}{{want4, n.pool}, {want6, n.pool6}} {
+		if c.want.IsValid() && (c.p == nil || !c.p.usable(c.want)) {
+			return errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("no configured subnet or ip-range contain the IP address %s", c.want))
 		}
 	}
 	return nil
+}
+
+// staticAddrs are the addresses cfg asks for (IPAMConfig's IPv4Address
+// and IPv6Address), an IPv4-mapped IPv6 address read as the IPv4 one.
+func staticAddrs(cfg *network.EndpointSettings) (v4, v6 netip.Addr) {
+	if cfg == nil || cfg.IPAMConfig == nil {
+		return netip.Addr{}, netip.Addr{}
+	}
+	v4, v6 = cfg.IPAMConfig.IPv4Address, cfg.IPAMConfig.IPv6Address
+	if v4.Is4In6() {
+		v4 = v4.Unmap()
+	}
+	return v4, v6
 }
 
 // configOnly keeps the configuration part of an endpoint config, on the

@@ -48,7 +48,7 @@ func (m *Manager) Connect(ctx context.Context, c *container.Container, ref strin
 	if sb == nil || m.drv == nil {
 		return n.Name, configOnly(n.ID, cfg), nil
 	}
-	ep, err := m.plugLocked(ctx, sb, n, c, cfg, false)
+	ep, err := m.plugLocked(ctx, sb, n, c, cfg)
 	if err != nil {
 		return "", nil, err
 	}
@@ -77,10 +77,22 @@ func (m *Manager) Disconnect(ctx context.Context, c *container.Container, ref st
 		return "", errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("container %s is not connected to network %s", c.ID, n.Name))
 	}
 	if ep != nil {
+		sb := m.sandboxes[c.ID]
+		var gw4, gw6 *netState
+		if sb != nil {
+			gw4, gw6 = m.gatewaysLocked(sb)
+		}
 		if err := m.drv.Unplug(ctx, ep); err != nil {
 			return "", fmt.Errorf("disconnecting from network %s: %w", n.Name, err)
 		}
-		forgetEndpointLocked(m.sandboxes[c.ID], n, c.ID)
+		forgetEndpointLocked(sb, n, c.ID)
+		if sb != nil && sb.path != "" {
+			// As Docker, a failure to move the default routes is only
+			// logged: the container is off the network all the same.
+			if err := m.rerouteLocked(ctx, sb, gw4, gw6); err != nil {
+				m.log.Warn("moving the default routes after a disconnect", "container", c.ID, "err", err)
+			}
+		}
 	}
 	return n.Name, nil
 }
@@ -123,23 +135,24 @@ func (m *Manager) Restore(ctx context.Context, running []*container.Container) (
 		}
 		for _, name := range names {
 			es := ns.Networks[name]
-			if es == nil || !es.IPAddress.IsValid() || len(es.EndpointID) < 8 {
+			if es == nil || (!es.IPAddress.IsValid() && !es.GlobalIPv6Address.IsValid()) || len(es.EndpointID) < 8 {
 				continue
 			}
 			n, err := m.find(es.NetworkID)
-			if err != nil || n.pool == nil {
+			if err != nil || !n.IsBridge() {
 				continue
 			}
-			if err := n.pool.reserve(es.IPAddress, c.ID); err != nil {
-				m.log.Warn("restoring an address", "container", c.ID, "network", n.Name, "err", err)
-				continue
-			}
-			n.eps[c.ID] = &Endpoint{
+			ep := &Endpoint{
 				ID: es.EndpointID, ContainerID: c.ID, Name: strings.TrimPrefix(c.Name, "/"),
-				IP: es.IPAddress, MAC: net.HardwareAddr(es.MacAddress), Aliases: slices.Clone(es.Aliases),
+				MAC: net.HardwareAddr(es.MacAddress), Aliases: slices.Clone(es.Aliases), GwPriority: es.GwPriority,
 				DNSNames: slices.Clone(es.DNSNames), Links: slices.Clone(es.Links), HostIf: hostIfName(es.EndpointID),
 				IfName: fmt.Sprintf("eth%d", sb.nextIf),
 			}
+			if err := n.restoreLocked(ep, es.IPAddress, es.GlobalIPv6Address); err != nil {
+				m.log.Warn("restoring an address", "container", c.ID, "network", n.Name, "err", err)
+				continue
+			}
+			n.eps[c.ID] = ep
 			sb.order = append(sb.order, n.ID)
 			sb.nextIf++
 		}

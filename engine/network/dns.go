@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/miekg/dns"
@@ -26,7 +27,7 @@ type dnsServer struct {
 }
 
 func (m *Manager) startDNS(ctx context.Context, n *netState) (*dnsServer, error) {
-	pc, l, err := m.drv.ListenDNS(ctx, n.Gateway)
+	pc, l, err := m.drv.ListenDNS(ctx, n.dnsAddr())
 	if err != nil {
 		return nil, err
 	}
@@ -98,17 +99,19 @@ func (r *resolver) answer(q *dns.Msg, client netip.Addr) (resp *dns.Msg, forward
 			break
 		}
 		resp.Authoritative = true
-		if qq.Qtype == dns.TypeA {
-			for _, ip := range ips {
-				resp.Answer = append(resp.Answer, &dns.A{
-					Hdr: dns.RR_Header{Name: qq.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: dnsTTL},
-					A:   net.IP(ip.AsSlice()),
-				})
+		for _, ip := range ips {
+			hdr := dns.RR_Header{Name: qq.Name, Rrtype: qq.Qtype, Class: dns.ClassINET, Ttl: dnsTTL}
+			switch {
+			case qq.Qtype == dns.TypeA && ip.Is4():
+				resp.Answer = append(resp.Answer, &dns.A{Hdr: hdr, A: net.IP(ip.AsSlice())})
+			case qq.Qtype == dns.TypeAAAA && ip.Is6():
+				resp.Answer = append(resp.Answer, &dns.AAAA{Hdr: hdr, AAAA: net.IP(ip.AsSlice())})
 			}
 		}
-		// AAAA of a known name: it exists, without IPv6 address. MX: it
-		// exists, without records, so mail goes to its address (RFC 5321
-		// 5.1's implicit MX), as Docker answers.
+		// A name known without an address of the family asked for (AAAA
+		// on an IPv4 network, A on an IPv6-only one): it exists, without
+		// records. MX: it exists, without records, so mail goes to its
+		// address (RFC 5321 5.1's implicit MX), as Docker answers.
 		return resp, false
 	case dns.TypePTR:
 		if name := r.m.reverse(r.netID, client, qq.Name); name != "" {
@@ -160,7 +163,7 @@ func (m *Manager) clientSandbox(netID string, client netip.Addr) *sandbox {
 		return nil
 	}
 	for id, ep := range n.eps {
-		if ep.IP == client {
+		if ep.has(client) {
 			return m.sandboxes[id]
 		}
 	}
@@ -168,7 +171,8 @@ func (m *Manager) clientSandbox(netID string, client netip.Addr) *sandbox {
 }
 
 // lookup returns the addresses of a name ("db", "db.", "db.mynet.") on
-// the networks client sees: those of the first network that knows it.
+// the networks client sees, IPv4 and IPv6: those of the first network
+// that knows it.
 func (m *Manager) lookup(netID string, client netip.Addr, qname string) []netip.Addr {
 	name := strings.ToLower(strings.TrimSuffix(qname, "."))
 	if name == "" {
@@ -185,7 +189,7 @@ func (m *Manager) lookup(netID string, client netip.Addr, qname string) []netip.
 		var ips []netip.Addr
 		for _, ep := range n.eps {
 			if slices.ContainsFunc(ep.DNSNames, func(d string) bool { return strings.EqualFold(d, short) }) {
-				ips = append(ips, ep.IP)
+				ips = append(ips, ep.Addrs()...)
 			}
 		}
 		if len(ips) > 0 {
@@ -200,7 +204,7 @@ func (m *Manager) lookup(netID string, client netip.Addr, qname string) []netip.
 // n stands for (--link db:alias on a user network), else name.
 func linkTarget(n *netState, client netip.Addr, name string) string {
 	for _, ep := range n.eps {
-		if ep.IP != client {
+		if !ep.has(client) {
 			continue
 		}
 		for _, l := range ep.Links {
@@ -222,7 +226,7 @@ func (m *Manager) reverse(netID string, client netip.Addr, qname string) string 
 	defer m.mu.RUnlock()
 	for _, n := range m.queryNetworks(netID, client) {
 		for _, ep := range n.eps {
-			if ep.IP == ip && len(ep.DNSNames) > 0 {
+			if ep.has(ip) && len(ep.DNSNames) > 0 {
 				return ep.DNSNames[0] + "." + n.Name
 			}
 		}
@@ -230,11 +234,15 @@ func (m *Manager) reverse(netID string, client netip.Addr, qname string) string 
 	return ""
 }
 
-// arpaAddr reads an IPv4 in-addr.arpa name.
+// arpaAddr reads an IPv4 in-addr.arpa or an IPv6 ip6.arpa name.
 func arpaAddr(qname string) (netip.Addr, error) {
-	s, ok := strings.CutSuffix(strings.ToLower(strings.TrimSuffix(qname, ".")), ".in-addr.arpa")
+	name := strings.ToLower(strings.TrimSuffix(qname, "."))
+	if s, ok := strings.CutSuffix(name, ".ip6.arpa"); ok {
+		return arpa6(s)
+	}
+	s, ok := strings.CutSuffix(name, ".in-addr.arpa")
 	if !ok {
-		return netip.Addr{}, errors.New("not an in-addr.arpa name")
+		return netip.Addr{}, errors.New("not an in-addr.arpa or ip6.arpa name")
 	}
 	parts := strings.Split(s, ".")
 	if len(parts) != 4 {
@@ -242,4 +250,29 @@ func arpaAddr(qname string) (netip.Addr, error) {
 	}
 	slices.Reverse(parts)
 	return netip.ParseAddr(strings.Join(parts, "."))
+}
+
+// arpa6 reads the 32 reversed nibbles of an ip6.arpa name.
+func arpa6(s string) (netip.Addr, error) {
+	nibbles := strings.Split(s, ".")
+	if len(nibbles) != 32 {
+		return netip.Addr{}, errors.New("not a full address")
+	}
+	var b [16]byte
+	for i, nb := range nibbles {
+		if len(nb) != 1 {
+			return netip.Addr{}, errors.New("not a nibble")
+		}
+		v, err := strconv.ParseUint(nb, 16, 8)
+		if err != nil {
+			return netip.Addr{}, err
+		}
+		pos := 31 - i // the first label is the last nibble
+		if pos%2 == 0 {
+			b[pos/2] |= byte(v) << 4
+		} else {
+			b[pos/2] |= byte(v)
+		}
+	}
+	return netip.AddrFrom16(b), nil
 }

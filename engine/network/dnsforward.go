@@ -152,10 +152,11 @@ func (m *Manager) extDNS(netID string, client netip.Addr) (servers []netip.Addr,
 }
 
 // embeddedAddr reports whether a is where an embedded DNS server listens:
-// the gateway of a user network. The caller holds m.mu.
+// the gateway of a user network (its IPv6 one on an IPv6-only network).
+// The caller holds m.mu.
 func (m *Manager) embeddedAddr(a netip.Addr) bool {
 	for _, n := range m.nets {
-		if n.UserDefined() && n.Gateway == a {
+		if n.UserDefined() && n.dnsAddr() == a {
 			return true
 		}
 	}

@@ -4,6 +4,12 @@
 // containers, published ports, and the embedded DNS server that lets the
 // containers of a user network find each other by name and alias.
 //
+// A bridge network has IPv4, IPv6 or both, as Docker's (EnableIPv4,
+// EnableIPv6): each family has its subnet, gateway and address pool, the
+// IPv6 subnet from the engine's ULA prefix when the user gave none. A
+// container on several networks has its default route of each family
+// through the network its endpoints' gw-priority chooses (gateway.go).
+//
 // It implements engine.Networks. What happens in the kernel (network
 // namespaces, veth pairs, bridges, NAT, port forwarding, sockets in the
 // detached namespace) is a Driver's business: rootless/network is the one

@@ -35,9 +35,14 @@ type Driver interface {
 	SandboxLive(ctx context.Context, id string) bool
 	// Plug connects the namespace at path to n: a veth pair whose end
 	// ep.HostIf is on n's bridge and whose other end, ep.IfName, has
-	// ep.IP and ep.MAC. With gateway, the namespace's default route goes
-	// through n's gateway.
-	Plug(ctx context.Context, path string, n *Network, ep *Endpoint, gateway bool) error
+	// ep.MAC and ep's addresses (ep.IP, ep.IP6: IPv6 on the interface
+	// only when it has an IPv6 address, and usable at once). The default
+	// routes routes names go through n's gateways, replacing those the
+	// namespace had.
+	Plug(ctx context.Context, path string, n *Network, ep *Endpoint, routes Routes) error
+	// Reroute makes gw4 and gw6 the default routes of the namespace at
+	// path; a zero Gateway leaves its family without one.
+	Reroute(ctx context.Context, path string, gw4, gw6 Gateway) error
 	// Unplug deletes ep's veth pair; one already gone is no error.
 	Unplug(ctx context.Context, ep *Endpoint) error
 
@@ -50,7 +55,8 @@ type Driver interface {
 	Unpublish(ctx context.Context, f Forward) error
 
 	// ListenDNS opens the embedded DNS server's sockets (UDP and TCP,
-	// port 53) on addr, where the containers of a network reach it.
+	// port 53) on addr (IPv4 or IPv6), where the containers of a network
+	// reach it.
 	ListenDNS(ctx context.Context, addr netip.Addr) (net.PacketConn, net.Listener, error)
 	// DialUpstream connects to the resolver that names the embedded DNS
 	// server does not know go to ("udp" or "tcp").
@@ -82,4 +88,15 @@ type Forward struct {
 	// DualStack is set by Publish when a listener on all addresses also
 	// takes IPv6: the port is shown on 0.0.0.0 and ::, as Docker does.
 	DualStack bool
+}
+
+// Routes says which of a namespace's default routes go through an
+// interface.
+type Routes struct{ V4, V6 bool }
+
+// Gateway is a namespace's default route of one family: through its
+// interface IfName to Via.
+type Gateway struct {
+	IfName string
+	Via    netip.Addr
 }

@@ -41,11 +41,14 @@ type fakeDriver struct {
 	servers map[netip.Addr]string
 	// dialed records DialIn's calls: "path network addr".
 	dialed []string
+	// routes are the default routes of each namespace, by path: the
+	// interface and gateway of each family ("" for none).
+	routes map[string][2]string
 }
 
 func newFake() *fakeDriver {
 	return &fakeDriver{setup: map[string]bool{}, sandboxes: map[string]bool{}, gone: map[string]bool{}, plugged: map[string]*Endpoint{}, pluggedIn: map[string]string{},
-		forwards: map[int]Forward{}, taken: map[uint16]bool{}, dns: map[netip.Addr]string{}}
+		forwards: map[int]Forward{}, taken: map[uint16]bool{}, dns: map[netip.Addr]string{}, routes: map[string][2]string{}}
 }
 
 func (f *fakeDriver) Reserved(context.Context) ([]netip.Prefix, error) { return f.reserved, nil }
@@ -102,7 +105,7 @@ func (f *fakeDriver) SandboxLive(_ context.Context, id string) bool {
 	return f.sandboxes[id] && !f.gone[id]
 }
 
-func (f *fakeDriver) Plug(_ context.Context, path string, n *Network, ep *Endpoint, gateway bool) error {
+func (f *fakeDriver) Plug(_ context.Context, path string, n *Network, ep *Endpoint, routes Routes) error {
 	if f.overlap != nil {
 		if err := f.overlap.wait(); err != nil {
 			return err
@@ -118,7 +121,35 @@ func (f *fakeDriver) Plug(_ context.Context, path string, n *Network, ep *Endpoi
 	}
 	f.plugged[ep.HostIf] = ep
 	f.pluggedIn[ep.HostIf] = path
+	r := f.routes[path]
+	if routes.V4 {
+		r[0] = ep.IfName + " via " + n.Gateway.String()
+	}
+	if routes.V6 {
+		r[1] = ep.IfName + " via " + n.Gateway6.String()
+	}
+	f.routes[path] = r
 	return nil
+}
+
+func (f *fakeDriver) Reroute(_ context.Context, path string, gw4, gw6 Gateway) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var r [2]string
+	for i, g := range []Gateway{gw4, gw6} {
+		if g.IfName != "" {
+			r[i] = g.IfName + " via " + g.Via.String()
+		}
+	}
+	f.routes[path] = r
+	return nil
+}
+
+// defaultRoutes are the default routes of the namespace at path.
+func (f *fakeDriver) defaultRoutes(path string) [2]string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.routes[path]
 }
 
 func (f *fakeDriver) Unplug(_ context.Context, ep *Endpoint) error {

@@ -23,6 +23,8 @@ func FuzzCheckCreate(f *testing.F) {
 		`{"Name":"n","IPAM":{"Driver":"default","Config":[{"Subnet":"10.9.0.0/24","Gateway":"10.9.0.254","IPRange":"10.9.0.128/25"}]}}`,
 		`{"Name":"n","IPAM":{"Config":[{"Subnet":"fd00::/64"},{"Subnet":"10.0.0.0/8"}]}}`,
 		`{"Name":"n","EnableIPv6":true}`,
+		`{"Name":"n","EnableIPv6":true,"IPAM":{"Config":[{"Subnet":"fd00::/56","IPRange":"fd00::/64","Gateway":"fd00::1"}]}}`,
+		`{"Name":"n","EnableIPv4":false,"EnableIPv6":true,"IPAM":{"Config":[{"Subnet":"fd00::/126","IPRange":"fd00::2/127"}]}}`,
 		`{"Name":"","IPAM":{"Config":[{"Gateway":"10.0.0.1"}]}}`,
 		`{"Name":"n","IPAM":{"Config":[{"Subnet":"10.9.0.0/30","Gateway":"10.9.0.3"}]}}`,
 	} {
@@ -33,31 +35,41 @@ func FuzzCheckCreate(f *testing.F) {
 		if json.Unmarshal(body, &req) != nil {
 			return
 		}
-		n, err := checkCreate(req)
+		n, _, err := checkCreate(req)
 		if err != nil {
 			return
 		}
 		if n.Name == "" || n.Driver != driverBridge {
 			t.Fatalf("accepted %+v", n)
 		}
-		if !n.Subnet.IsValid() {
-			return
-		}
-		s := n.Subnet
-		if !s.Addr().Is4() || s != s.Masked() || s.Bits() > 30 {
-			t.Fatalf("accepted subnet %s", s)
-		}
-		if g := n.Gateway; !s.Contains(g) || g == s.Addr() || g == broadcast(s) {
-			t.Fatalf("accepted gateway %s in %s", g, s)
-		}
-		if r := n.IPRange; r.IsValid() && (r.Bits() < s.Bits() || !s.Contains(r.Addr())) {
-			t.Fatalf("accepted range %s in %s", r, s)
-		}
-		// The pool of an accepted network always has an address to give
-		// or says it has none.
-		p := newPool(n.Subnet, n.IPRange, n.Gateway)
-		if ip, err := p.allocate("c"); err == nil && !p.usable(ip) {
-			t.Fatalf("allocated %s in %s", ip, s)
+		for _, fam := range []struct {
+			s, r netip.Prefix
+			g    netip.Addr
+			v6   bool
+		}{{n.Subnet, n.IPRange, n.Gateway, false}, {n.Subnet6, n.IPRange6, n.Gateway6, true}} {
+			s := fam.s
+			if !s.IsValid() {
+				continue
+			}
+			maxBits := 30
+			if fam.v6 {
+				maxBits = 126
+			}
+			if s.Addr().Is6() != fam.v6 || s != s.Masked() || s.Bits() > maxBits {
+				t.Fatalf("accepted subnet %s", s)
+			}
+			if g := fam.g; !s.Contains(g) || g == s.Addr() || (!fam.v6 && g == broadcast(s)) {
+				t.Fatalf("accepted gateway %s in %s", g, s)
+			}
+			if r := fam.r; r.IsValid() && (r.Bits() < s.Bits() || !s.Contains(r.Addr())) {
+				t.Fatalf("accepted range %s in %s", r, s)
+			}
+			// The pool of an accepted network always has an address to
+			// give or says it has none.
+			p := newPool(s, fam.r, fam.g)
+			if ip, err := p.allocate("c"); err == nil && !p.usable(ip) {
+				t.Fatalf("allocated %s in %s", ip, s)
+			}
 		}
 	})
 }

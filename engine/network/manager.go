@@ -29,8 +29,12 @@ type Options struct {
 	Driver Driver
 	Logger *slog.Logger
 	// Pools are where networks without a subnet take one
-	// (default-address-pools); nil is DefaultPools.
+	// (default-address-pools); nil is DefaultPools. Without an IPv6
+	// pool, IPv6 subnets come from ULAPool(EngineID).
 	Pools []Pool
+	// EngineID is the engine's ID, stable across its starts, from which
+	// its IPv6 pool is derived.
+	EngineID string
 	// BIP, when valid, is the default bridge's gateway address and subnet
 	// (daemon.json's bip).
 	BIP netip.Prefix
@@ -59,8 +63,10 @@ type Manager struct {
 // netState is a network with what it has while the daemon runs.
 type netState struct {
 	*Network
-	pool *pool
-	eps  map[string]*Endpoint // by container ID
+	// pool and pool6 hand out the IPv4 and IPv6 addresses; nil where
+	// the network has not the family.
+	pool, pool6 *pool
+	eps         map[string]*Endpoint // by container ID
 	// up: the driver set the network up in this daemon's run.
 	up  bool
 	dns *dnsServer
@@ -91,6 +97,9 @@ func New(ctx context.Context, o Options) (*Manager, error) {
 	if m.pools == nil {
 		m.pools = DefaultPools
 	}
+	if !hasV6(m.pools) {
+		m.pools = append(slices.Clone(m.pools), ULAPool(o.EngineID))
+	}
 	recs, skipped, err := load(o.Root)
 	if err != nil {
 		return nil, fmt.Errorf("network records: %w", err)
@@ -114,6 +123,9 @@ func (m *Manager) add(n *Network) *netState {
 	ns := &netState{Network: n, eps: map[string]*Endpoint{}}
 	if n.Subnet.IsValid() {
 		ns.pool = newPool(n.Subnet, n.IPRange, n.Gateway)
+	}
+	if n.Subnet6.IsValid() {
+		ns.pool6 = newPool(n.Subnet6, n.IPRange6, n.Gateway6)
 	}
 	m.nets[n.ID] = ns
 	return ns
@@ -245,7 +257,7 @@ func (m *Manager) Attach(ctx context.Context, c *container.Container) (engine.Ne
 		return fail(fmt.Errorf("creating the network namespace: %w", err))
 	}
 	for _, p := range plugs {
-		if err := m.drv.Plug(ctx, path, p.n.Network, p.ep, p.gateway); err != nil {
+		if err := m.drv.Plug(ctx, path, p.n.Network, p.ep, p.routes); err != nil {
 			return fail(fmt.Errorf("connecting to network %s: %w", p.n.Name, err))
 		}
 	}
@@ -262,10 +274,10 @@ func (m *Manager) Attach(ctx context.Context, c *container.Container) (engine.Ne
 	sb.path = path
 	settings := &containertypes.NetworkSettings{SandboxID: sb.key, SandboxKey: path, Ports: network.PortMap{}, Networks: map[string]*network.EndpointSettings{}}
 	nets := make([]*netState, len(plugs))
-	addrs := make([]netip.Addr, len(plugs))
+	var addrs []netip.Addr
 	for i, p := range plugs {
 		nets[i] = p.n
-		addrs[i] = p.ep.IP
+		addrs = append(addrs, p.ep.Addrs()...)
 		settings.Networks[p.n.Name] = endpointSettings(p.n, p.ep, p.cfg)
 	}
 	if err := m.publishLocked(ctx, sb, c, nets, plan, settings.Ports); err != nil {
@@ -288,7 +300,7 @@ func (m *Manager) resolver(nets []*netState) engine.DNS {
 	if dnsNet := embeddedDNSNetwork(nets); dnsNet != nil {
 		// As Docker: names are tried as they are first, the embedded
 		// server answers the short ones.
-		return engine.DNS{Nameservers: []string{dnsNet.Gateway.String()}, DNSOptions: []string{"ndots:0"}, EmbeddedDNS: true}
+		return engine.DNS{Nameservers: []string{dnsNet.dnsAddr().String()}, DNSOptions: []string{"ndots:0"}, EmbeddedDNS: true}
 	}
 	return engine.DNS{Nameservers: []string{m.drv.Nameserver().String()}}
 }
@@ -328,10 +340,10 @@ func embeddedDNSNetwork(nets []*netState) *netState {
 
 // plannedPlug is an endpoint reserved for a container, to be plugged.
 type plannedPlug struct {
-	n       *netState
-	ep      *Endpoint
-	cfg     *network.EndpointSettings
-	gateway bool // the default route goes through it
+	n      *netState
+	ep     *Endpoint
+	cfg    *network.EndpointSettings
+	routes Routes // the default routes that go through it
 }
 
 // reserveAll registers container c's sandbox and reserves its endpoint on
@@ -350,7 +362,6 @@ func (m *Manager) reserveAll(ctx context.Context, c *container.Container) (*sand
 	sb := &sandbox{id: c.ID, key: newID(), dns: m.containerDNS(c)}
 	m.sandboxes[c.ID] = sb
 	var plugs []plannedPlug
-	gateway := true
 	for _, n := range nets {
 		var cfg *network.EndpointSettings
 		if c.NetworkSettings != nil {
@@ -361,10 +372,11 @@ func (m *Manager) reserveAll(ctx context.Context, c *container.Container) (*sand
 			m.detachLocked(context.WithoutCancel(ctx), c.ID, false)
 			return nil, nil, err
 		}
-		plugs = append(plugs, plannedPlug{n: n, ep: ep, cfg: cfg, gateway: gateway && !n.Internal})
-		if !n.Internal {
-			gateway = false
-		}
+		plugs = append(plugs, plannedPlug{n: n, ep: ep, cfg: cfg})
+	}
+	gw4, gw6 := m.gatewaysLocked(sb)
+	for i := range plugs {
+		plugs[i].routes = Routes{V4: plugs[i].n == gw4, V6: plugs[i].n == gw6}
 	}
 	return sb, plugs, nil
 }
@@ -400,90 +412,21 @@ func (m *Manager) attachOrder(c *container.Container) ([]*netState, error) {
 	return out, nil
 }
 
-// plugLocked gives the container an address on n and its interface.
-func (m *Manager) plugLocked(ctx context.Context, sb *sandbox, n *netState, c *container.Container, cfg *network.EndpointSettings, gateway bool) (*Endpoint, error) {
+// plugLocked gives the running container an address on n and its
+// interface, which takes the container's default routes of the families
+// it is now the best gateway of (gateway.go).
+func (m *Manager) plugLocked(ctx context.Context, sb *sandbox, n *netState, c *container.Container, cfg *network.EndpointSettings) (*Endpoint, error) {
 	ep, err := m.reserveLocked(ctx, sb, n, c, cfg)
 	if err != nil {
 		return nil, err
 	}
-	if err := m.drv.Plug(ctx, sb.path, n.Network, ep, gateway); err != nil {
+	gw4, gw6 := m.gatewaysLocked(sb)
+	if err := m.drv.Plug(ctx, sb.path, n.Network, ep, Routes{V4: n == gw4, V6: n == gw6}); err != nil {
 		forgetEndpointLocked(sb, n, c.ID)
 		sb.nextIf--
 		return nil, fmt.Errorf("connecting to network %s: %w", n.Name, err)
 	}
 	return ep, nil
-}
-
-// forgetEndpointLocked drops container id's endpoint on n: its address,
-// and n from the order of sb (nil when the container has no sandbox).
-func forgetEndpointLocked(sb *sandbox, n *netState, id string) {
-	n.pool.release(n.eps[id].IP)
-	delete(n.eps, id)
-	if sb != nil {
-		sb.order = slices.DeleteFunc(sb.order, func(nid string) bool { return nid == n.ID })
-	}
-}
-
-// reserveLocked sets n up if need be and gives the container its endpoint
-// there (address, MAC, names, interface), not yet plugged.
-func (m *Manager) reserveLocked(ctx context.Context, sb *sandbox, n *netState, c *container.Container, cfg *network.EndpointSettings) (*Endpoint, error) {
-	if !n.IsBridge() {
-		return nil, errdefs.ErrInvalidArgument.WithMessage("container cannot be disconnected from host network or connected to host network")
-	}
-	if _, dup := n.eps[c.ID]; dup {
-		return nil, errdefs.ErrPermissionDenied.WithMessage(fmt.Sprintf("endpoint with name %s already exists in network %s", strings.TrimPrefix(c.Name, "/"), n.Name))
-	}
-	if err := m.setupLocked(ctx, n); err != nil {
-		return nil, err
-	}
-	ep := &Endpoint{ID: newID(), ContainerID: c.ID, Name: strings.TrimPrefix(c.Name, "/")}
-	ep.HostIf = hostIfName(ep.ID)
-	ep.IfName = fmt.Sprintf("eth%d", sb.nextIf)
-	var err error
-	if cfg != nil && cfg.IPAMConfig != nil && cfg.IPAMConfig.IPv4Address.IsValid() {
-		ep.IP = cfg.IPAMConfig.IPv4Address
-		err = n.pool.reserve(ep.IP, c.ID)
-	} else {
-		ep.IP, err = n.pool.allocate(c.ID)
-	}
-	if err != nil {
-		return nil, err
-	}
-	ep.MAC = macFor(ep.IP)
-	if cfg != nil && len(cfg.MacAddress) == 6 {
-		ep.MAC = slices.Clone([]byte(cfg.MacAddress))
-	}
-	if cfg != nil {
-		ep.Aliases = slices.Clone(cfg.Aliases)
-		ep.Links = slices.Clone(cfg.Links)
-	}
-	if n.UserDefined() {
-		ep.DNSNames = dnsNames(c, ep.Aliases)
-	}
-	n.eps[c.ID] = ep
-	sb.order = append(sb.order, n.ID)
-	sb.nextIf++
-	return ep, nil
-}
-
-// dnsNames are the names an endpoint answers to on a user network, in
-// Docker's order: name, aliases, short ID, hostname.
-func dnsNames(c *container.Container, aliases []string) []string {
-	var out []string
-	add := func(s string) {
-		if s != "" && !slices.Contains(out, s) {
-			out = append(out, s)
-		}
-	}
-	add(strings.TrimPrefix(c.Name, "/"))
-	for _, a := range aliases {
-		add(a)
-	}
-	add(container.ShortID(c.ID))
-	if c.Config != nil {
-		add(c.Config.Hostname)
-	}
-	return out
 }
 
 // setupLocked has the driver make n real once per daemon run, and starts
@@ -505,64 +448,6 @@ func (m *Manager) setupLocked(ctx context.Context, n *netState) error {
 	}
 	n.up = true
 	return nil
-}
-
-// endpointSettings is an endpoint as inspect shows it.
-func endpointSettings(n *netState, ep *Endpoint, cfg *network.EndpointSettings) *network.EndpointSettings {
-	out := configOnly(n.ID, cfg)
-	out.EndpointID = ep.ID
-	out.Gateway = n.Gateway
-	out.IPAddress = ep.IP
-	out.IPPrefixLen = n.Subnet.Bits()
-	out.MacAddress = network.HardwareAddr(slices.Clone(ep.MAC))
-	out.DNSNames = slices.Clone(ep.DNSNames)
-	return out
-}
-
-// publishLocked forwards the planned host ports to the container's first
-// address on a network that is not internal, and fills ports as inspect
-// shows them.
-func (m *Manager) publishLocked(ctx context.Context, sb *sandbox, c *container.Container, nets []*netState, plan portPlan, ports network.PortMap) error {
-	for _, p := range plan.exposed {
-		if _, ok := ports[p]; !ok {
-			ports[p] = nil
-		}
-	}
-	var ep *Endpoint
-	for _, n := range nets {
-		if !n.Internal {
-			ep = n.eps[c.ID]
-			break
-		}
-	}
-	for _, b := range plan.bindings {
-		if ep == nil {
-			ports[b.port] = nil // internal networks publish nothing
-			continue
-		}
-		f := Forward{Proto: string(b.port.Proto()), HostIP: b.hostIP, HostPort: b.start, HostPortEnd: b.end, ChildIP: ep.IP, ChildPort: b.port.Num()}
-		got, err := m.drv.Publish(ctx, f)
-		if err != nil {
-			hostIP := "0.0.0.0"
-			if b.hostIP.IsValid() {
-				hostIP = b.hostIP.String()
-			}
-			return fmt.Errorf("failed to set up container networking: driver failed programming external connectivity on endpoint %s (%s): failed to bind host port for %s:%d:%s:%d/%s: %w",
-				ep.Name, ep.ID, hostIP, b.start, ep.IP, b.port.Num(), b.port.Proto(), portError(err))
-		}
-		sb.forwards = append(sb.forwards, got)
-		ports[b.port] = append(ports[b.port], shownBindings(got)...)
-	}
-	return nil
-}
-
-// portError keeps a driver's error, but says "address already in use"
-// plainly when that is the cause.
-func portError(err error) error {
-	if strings.Contains(err.Error(), "address already in use") {
-		return errors.New("address already in use")
-	}
-	return err
 }
 
 // Detach implements engine.Networks.
@@ -603,7 +488,7 @@ func (m *Manager) detachLocked(ctx context.Context, id string, shared bool) erro
 				errs = append(errs, err)
 			}
 		}
-		n.pool.release(ep.IP)
+		n.releaseLocked(ep)
 		delete(n.eps, id)
 	}
 	if sb != nil {

@@ -49,13 +49,20 @@ type Network struct {
 	Attachable bool              `json:",omitempty"`
 	Labels     map[string]string `json:",omitempty"`
 	Options    map[string]string `json:",omitempty"`
-	// Subnet, Gateway and IPRange are IPv4; zero for host and none.
+	// Subnet, Gateway and IPRange are IPv4; zero for host and none, and
+	// on a network without IPv4.
 	Subnet  netip.Prefix `json:",omitzero"`
 	Gateway netip.Addr   `json:",omitzero"`
 	IPRange netip.Prefix `json:",omitzero"`
-	// UserSubnet tells that the subnet was given by the user, which is
-	// what allows containers a static address on it.
-	UserSubnet bool `json:",omitempty"`
+	// NoIPv4 is set on a bridge network created with EnableIPv4 false:
+	// its containers have IPv6 addresses only. Records made before IPv6
+	// existed read as IPv4 networks, as they are.
+	NoIPv4 bool `json:",omitempty"`
+	// Subnet6, Gateway6 and IPRange6 are the IPv6 side of a network
+	// created with EnableIPv6; zero on IPv4-only networks.
+	Subnet6  netip.Prefix `json:",omitzero"`
+	Gateway6 netip.Addr   `json:",omitzero"`
+	IPRange6 netip.Prefix `json:",omitzero"`
 	// Bridge is the bridge device in the detached namespace.
 	Bridge string `json:",omitempty"`
 }
@@ -73,16 +80,39 @@ func (n *Network) IsBridge() bool { return n.Driver == driverBridge }
 // containers have DNS names and aliases.
 func (n *Network) UserDefined() bool { return !n.Predefined() }
 
+// IPv4 reports whether containers on n get an IPv4 address.
+func (n *Network) IPv4() bool { return n.Subnet.IsValid() }
+
+// IPv6 reports whether containers on n get an IPv6 address.
+func (n *Network) IPv6() bool { return n.Subnet6.IsValid() }
+
+// dnsAddr is where n's containers reach its embedded DNS server (and
+// the bridge answers): the IPv4 gateway, or on an IPv6-only network the
+// IPv6 one.
+func (n *Network) dnsAddr() netip.Addr {
+	if n.IPv4() {
+		return n.Gateway
+	}
+	return n.Gateway6
+}
+
 // Endpoint is a container's attachment to a network while it runs.
 type Endpoint struct {
 	ID          string
 	ContainerID string
 	// Name is the container's name without the leading "/".
-	Name     string
-	IP       netip.Addr
-	MAC      net.HardwareAddr
-	Aliases  []string
-	DNSNames []string
+	Name string
+	// IP is the IPv4 address, IP6 the IPv6 one; each is zero when the
+	// network has not that family.
+	IP  netip.Addr
+	IP6 netip.Addr
+	MAC net.HardwareAddr
+	// GwPriority is the endpoint's gw-priority: the default routes of a
+	// container go through the network of its endpoint with the highest
+	// (gateway.go).
+	GwPriority int
+	Aliases    []string
+	DNSNames   []string
 	// Links are --link name:alias on a user network: alias answers as
 	// name, for this container's queries alone.
 	Links []string
@@ -99,12 +129,30 @@ func hostIfName(endpointID string) string {
 	return "veth" + endpointID[:8]
 }
 
-// macFor derives a MAC address from an IPv4 address, as Docker did: a
-// locally administered 02:42 prefix and the four address bytes. An address
-// reused by another container then keeps its MAC, so that neighbours'
-// caches never point at a veth that is gone.
+// Addrs are ep's addresses, IPv4 first, as /etc/hosts lists them.
+func (ep *Endpoint) Addrs() []netip.Addr {
+	var out []netip.Addr
+	for _, a := range []netip.Addr{ep.IP, ep.IP6} {
+		if a.IsValid() {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// has reports whether a is one of ep's addresses.
+func (ep *Endpoint) has(a netip.Addr) bool {
+	return a.IsValid() && (a == ep.IP || a == ep.IP6)
+}
+
+// macFor derives a MAC address from an address, as Docker did from the
+// IPv4 one: a locally administered 02:42 prefix and the four address
+// bytes (the last four of an IPv6 address, on a network without IPv4).
+// An address reused by another container then keeps its MAC, so that
+// neighbours' caches never point at a veth that is gone.
 func macFor(ip netip.Addr) net.HardwareAddr {
-	b := ip.As4()
+	b := ip.AsSlice()
+	b = b[len(b)-4:]
 	return net.HardwareAddr{0x02, 0x42, b[0], b[1], b[2], b[3]}
 }
 
@@ -125,7 +173,8 @@ func (n *Network) summary() network.Summary {
 		Created:    n.Created,
 		Scope:      "local",
 		Driver:     n.Driver,
-		EnableIPv4: n.IsBridge(),
+		EnableIPv4: n.IsBridge() && !n.NoIPv4,
+		EnableIPv6: n.IPv6(),
 		IPAM:       network.IPAM{Driver: "default", Options: map[string]string{}, Config: []network.IPAMConfig{}},
 		Internal:   n.Internal,
 		Attachable: n.Attachable,
@@ -138,12 +187,14 @@ func (n *Network) summary() network.Summary {
 	if out.Labels == nil {
 		out.Labels = map[string]string{}
 	}
-	if n.Subnet.IsValid() {
-		cfg := network.IPAMConfig{Subnet: n.Subnet, Gateway: n.Gateway}
-		if n.IPRange.IsValid() {
-			cfg.IPRange = n.IPRange
+	// IPv4 first, as Docker lists them.
+	for _, c := range []network.IPAMConfig{
+		{Subnet: n.Subnet, Gateway: n.Gateway, IPRange: n.IPRange},
+		{Subnet: n.Subnet6, Gateway: n.Gateway6, IPRange: n.IPRange6},
+	} {
+		if c.Subnet.IsValid() {
+			out.IPAM.Config = append(out.IPAM.Config, c)
 		}
-		out.IPAM.Config = []network.IPAMConfig{cfg}
 	}
 	return network.Summary{Network: out}
 }

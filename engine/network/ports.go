@@ -2,6 +2,8 @@ package network
 
 import (
 	"cmp"
+	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -9,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/containerd/errdefs"
+	"github.com/hutch-engine/hutch/engine/container"
 	containertypes "github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/network"
 )
@@ -135,4 +138,61 @@ func shownBindings(f Forward) []network.PortBinding {
 		out = append(out, network.PortBinding{HostIP: netip.IPv6Unspecified(), HostPort: port})
 	}
 	return out
+}
+
+// publishLocked forwards the planned host ports to the container's
+// endpoint on its first network that is not internal, and fills ports as
+// inspect shows them.
+func (m *Manager) publishLocked(ctx context.Context, sb *sandbox, c *container.Container, nets []*netState, plan portPlan, ports network.PortMap) error {
+	for _, p := range plan.exposed {
+		if _, ok := ports[p]; !ok {
+			ports[p] = nil
+		}
+	}
+	var ep *Endpoint
+	for _, n := range nets {
+		if !n.Internal {
+			ep = n.eps[c.ID]
+			break
+		}
+	}
+	for _, b := range plan.bindings {
+		if ep == nil {
+			ports[b.port] = nil // internal networks publish nothing
+			continue
+		}
+		f := Forward{Proto: string(b.port.Proto()), HostIP: b.hostIP, HostPort: b.start, HostPortEnd: b.end, ChildIP: childIP(ep, b.hostIP), ChildPort: b.port.Num()}
+		got, err := m.drv.Publish(ctx, f)
+		if err != nil {
+			hostIP := "0.0.0.0"
+			if b.hostIP.IsValid() {
+				hostIP = b.hostIP.String()
+			}
+			return fmt.Errorf("failed to set up container networking: driver failed programming external connectivity on endpoint %s (%s): failed to bind host port for %s:%d:%s:%d/%s: %w",
+				ep.Name, ep.ID, hostIP, b.start, f.ChildIP, b.port.Num(), b.port.Proto(), portError(err))
+		}
+		sb.forwards = append(sb.forwards, got)
+		ports[b.port] = append(ports[b.port], shownBindings(got)...)
+	}
+	return nil
+}
+
+// portError keeps a driver's error, but says "address already in use"
+// plainly when that is the cause.
+func portError(err error) error {
+	if strings.Contains(err.Error(), "address already in use") {
+		return errors.New("address already in use")
+	}
+	return err
+}
+
+// childIP is the address of ep a host port on hostIP forwards to: its
+// IPv6 address for a port on an IPv6 host address, as Docker forwards
+// each family to its own, else its IPv4 address; an endpoint with one
+// family takes everything there.
+func childIP(ep *Endpoint, hostIP netip.Addr) netip.Addr {
+	if (hostIP.Is6() && ep.IP6.IsValid()) || !ep.IP.IsValid() {
+		return ep.IP6
+	}
+	return ep.IP
 }

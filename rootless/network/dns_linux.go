@@ -15,17 +15,22 @@ import (
 
 // ListenDNS implements engine/network.Driver: the sockets are made on the
 // namespace thread, so they listen in the detached namespace, on the
-// network's gateway address where its containers send their queries.
+// network's gateway address (its IPv6 one on an IPv6-only network) where
+// its containers send their queries.
 func (d *Driver) ListenDNS(ctx context.Context, addr netip.Addr) (net.PacketConn, net.Listener, error) {
 	var pc net.PacketConn
 	var l net.Listener
 	hostport := net.JoinHostPort(addr.String(), "53")
 	err := d.ns.do(func() error {
+		udp, tcp := "udp4", "tcp4"
+		if addr.Is6() {
+			udp, tcp = "udp6", "tcp6"
+		}
 		var err error
-		if pc, err = net.ListenPacket("udp4", hostport); err != nil {
+		if pc, err = net.ListenPacket(udp, hostport); err != nil {
 			return err
 		}
-		if l, err = net.Listen("tcp4", hostport); err != nil {
+		if l, err = net.Listen(tcp, hostport); err != nil {
 			pc.Close()
 			return err
 		}

@@ -198,7 +198,7 @@ func TestDriverLifecycle(t *testing.T) {
 	}
 	ip := netip.MustParseAddr("172.30.0.2")
 	ep := &enet.Endpoint{ID: strings.Repeat("cd", 32), IP: ip, MAC: net.HardwareAddr{2, 0x42, 172, 30, 0, 2}, IfName: "eth0", HostIf: "vethcdcdcdcd"}
-	if err := d.Plug(ctx, path, n, ep, true); err != nil {
+	if err := d.Plug(ctx, path, n, ep, enet.Routes{V4: true}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -106,19 +106,22 @@ type rule struct {
 
 // rulesFor are a network's rules:
 //
-//	postrouting: ip saddr <subnet> oifname != <bridge> masquerade   (not internal)
+//	postrouting: ip saddr <subnet> oifname != <bridge> masquerade   (not internal, IPv4)
 //	forward:     iifname <bridge> oifname <bridge> accept
 //	             iifname <bridge> oifname <uplink> accept            (not internal)
 //	             iifname <bridge> drop                               (other networks)
 //	             oifname <bridge> drop                               (internal)
 //
 // Traffic from the uplink to a bridge is only ever replies: nothing routes
-// into the detached namespace but slirp4netns's answers.
+// into the detached namespace but slirp4netns's answers. The table is
+// IPv4's: IPv6 is not forwarded in the detached namespace at all (the
+// uplink has no IPv6), so the IPv6 traffic of a network stays on its
+// bridge, between its containers and its gateway.
 func rulesFor(n *enet.Network, uplink string) []rule {
 	id := []byte(n.ID)
 	br := ifname(n.Bridge)
 	var out []rule
-	if !n.Internal {
+	if !n.Internal && n.IPv4() {
 		s := n.Subnet.Masked()
 		addr := s.Addr().As4()
 		mask := maskBytes(s.Bits())

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
@@ -59,6 +61,91 @@ func disableIPv6(iface string) error {
 		return fmt.Errorf("disabling IPv6 on %s: %w", iface, err)
 	}
 	return nil
+}
+
+// enableIPv6 turns IPv6 on on the interface iface of the calling
+// thread's namespace: an IPv6 network's bridge, whose namespace's
+// default may be off.
+func enableIPv6(iface string) error {
+	err := os.WriteFile("/proc/sys/net/ipv6/conf/"+iface+"/disable_ipv6", []byte("0\n"), 0o644)
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("IPv6 network on %s: the kernel has no IPv6", iface)
+	}
+	if err != nil {
+		return fmt.Errorf("enabling IPv6 on %s: %w", iface, err)
+	}
+	return nil
+}
+
+// ipv6Inside readies the interface iface of a container's namespace (the
+// calling thread's) for its IPv6 address: IPv6 on (the namespace's
+// default is off, see disableIPv6, and "all" may be off too, by a sysctl
+// the namespace inherited), and no duplicate address detection, so that
+// its link-local address, like the global one added without it, is
+// usable the moment the container starts: a process that binds or
+// connects at once would otherwise fail while the address is tentative.
+// Set before the interface is up, when its link-local address is made.
+func ipv6Inside(iface string) error {
+	const conf = "/proc/sys/net/ipv6/conf/"
+	if _, err := os.Stat(conf + "all"); errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("IPv6 address on %s: the kernel has no IPv6", iface)
+	}
+	if err := allowIPv6(conf); err != nil {
+		return err
+	}
+	for _, kv := range [][2]string{{iface + "/accept_dad", "0"}, {iface + "/disable_ipv6", "0"}} {
+		if err := os.WriteFile(conf+kv[0], []byte(kv[1]+"\n"), 0o644); err != nil {
+			return fmt.Errorf("net.ipv6.conf.%s=%s: %w", strings.ReplaceAll(kv[0], "/", "."), kv[1], err)
+		}
+	}
+	return nil
+}
+
+// allowIPv6 turns "all"'s disable_ipv6 off when it is on. Writing "all"
+// sets every interface alike, so the interfaces that had IPv6 off (those
+// of IPv4-only networks) get it back off.
+func allowIPv6(conf string) error {
+	b, err := os.ReadFile(conf + "all/disable_ipv6")
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(string(b)) != "1" {
+		return nil
+	}
+	des, err := os.ReadDir(conf)
+	if err != nil {
+		return err
+	}
+	var off []string
+	for _, de := range des {
+		name := de.Name()
+		if name == "all" || name == "default" || name == "lo" {
+			continue
+		}
+		if v, err := os.ReadFile(conf + name + "/disable_ipv6"); err == nil && strings.TrimSpace(string(v)) == "1" {
+			off = append(off, name)
+		}
+	}
+	if err := os.WriteFile(conf+"all/disable_ipv6", []byte("0\n"), 0o644); err != nil {
+		return fmt.Errorf("net.ipv6.conf.all.disable_ipv6=0: %w", err)
+	}
+	for _, name := range off {
+		if err := disableIPv6(name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// inNS runs fn on the calling namespace thread moved into the namespace
+// sb, and brings the thread back to the detached namespace: /proc/sys/net
+// is the namespace of the thread that opens it, and a sysctl has no
+// netlink equivalent to set it from outside.
+func (d *Driver) inNS(sb netns.NsHandle, fn func() error) error {
+	if err := unix.Setns(int(sb), unix.CLONE_NEWNET); err != nil {
+		return fmt.Errorf("entering the container's network namespace: %w", err)
+	}
+	return errors.Join(fn(), d.ns.back())
 }
 
 // loopbackUp brings lo up in the calling thread's namespace.
