@@ -58,6 +58,15 @@ func (s *Server) containerCreate(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 	}
+	if req.NetworkingConfig != nil && versionLess(APIVersion(r.Context()), "1.48") {
+		// Before API 1.48 endpoints had no gw-priority: Docker drops
+		// what an older client sends there.
+		for _, ep := range req.NetworkingConfig.EndpointsConfig {
+			if ep != nil {
+				ep.GwPriority = 0
+			}
+		}
+	}
 	resp, err := s.backend.ContainerCreate(r.Context(), engine.CreateRequest{
 		Name:             r.URL.Query().Get("name"),
 		Config:           req.Config,

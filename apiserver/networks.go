@@ -26,6 +26,10 @@ func (s *Server) networkCreate(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
 	}
+	if versionLess(APIVersion(r.Context()), "1.48") {
+		// EnableIPv4 came with API 1.48: Docker ignores it before.
+		req.EnableIPv4 = nil
+	}
 	resp, err := s.backend.NetworkCreate(r.Context(), req)
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/containerd/errdefs"
+	"github.com/hutch-engine/hutch/engine"
 	containertypes "github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/network"
 )
@@ -22,7 +24,11 @@ type fakeNetworks struct {
 }
 
 func (f *fakeNetworks) NetworkCreate(_ context.Context, req network.CreateRequest) (network.CreateResponse, error) {
-	f.calls = append(f.calls, "create "+req.Name+" "+req.Driver)
+	call := "create " + req.Name + " " + req.Driver
+	if req.EnableIPv4 != nil {
+		call += fmt.Sprintf(" ipv4=%v", *req.EnableIPv4)
+	}
+	f.calls = append(f.calls, call)
 	if req.Name == "dup" {
 		return network.CreateResponse{}, errdefs.ErrConflict.WithMessage("network with name dup already exists")
 	}
@@ -80,6 +86,9 @@ func TestNetworkRoutes(t *testing.T) {
 	}, []routeTest{
 		{"POST", "/v1.41/networks/create", `{"Name":"n1","Driver":"bridge"}`, 201, "create n1 bridge", `"Id":"abc"`},
 		{"POST", "/networks/create", `{"Name":"dup"}`, 409, "create dup ", "network with name dup already exists"},
+		// EnableIPv4 came with API 1.48: ignored before, as Docker does.
+		{"POST", "/v1.47/networks/create", `{"Name":"n1","EnableIPv4":false,"EnableIPv6":true}`, 201, "create n1 ", `"Id":"abc"`},
+		{"POST", "/v1.48/networks/create", `{"Name":"n1","EnableIPv4":false,"EnableIPv6":true}`, 201, "create n1  ipv4=false", `"Id":"abc"`},
 		{"POST", "/networks/create", `{"Name":`, 400, "", "invalid JSON"},
 		{"GET", "/networks", "", 200, "list ", `"Name":"bridge"`},
 		{"GET", "/v1.41/networks/", "", 200, "list ", `"Name":"bridge"`},
@@ -172,4 +181,34 @@ func TestInspectLegacyNetworkSettings(t *testing.T) {
 			t.Errorf("version %s legacy fields: %v", tc.version, ns)
 		}
 	}
+}
+
+// gwCreates records the gw-priorities a container create passes on.
+type gwCreates struct {
+	fakeBackend
+	calls []string
+}
+
+func (f *gwCreates) ContainerCreate(_ context.Context, req engine.CreateRequest) (containertypes.CreateResponse, error) {
+	call := "create"
+	if req.NetworkingConfig != nil {
+		for name, ep := range req.NetworkingConfig.EndpointsConfig {
+			call += fmt.Sprintf(" %s=%d", name, ep.GwPriority)
+		}
+	}
+	f.calls = append(f.calls, call)
+	return containertypes.CreateResponse{ID: "c1"}, nil
+}
+
+// Endpoints have a gw-priority from API 1.48: Docker drops what older
+// clients send.
+func TestCreateGwPriorityByVersion(t *testing.T) {
+	body := `{"Image":"busybox","NetworkingConfig":{"EndpointsConfig":{"n1":{"GwPriority":7}}}}`
+	checkRoutes(t, func() (Backend, *[]string) {
+		f := &gwCreates{}
+		return f, &f.calls
+	}, []routeTest{
+		{"POST", "/v1.47/containers/create", body, 201, "create n1=0", `"Id":"c1"`},
+		{"POST", "/v1.48/containers/create", body, 201, "create n1=7", `"Id":"c1"`},
+	})
 }
