@@ -113,14 +113,12 @@ func (f *fakeDriver) Plug(_ context.Context, path string, n *Network, ep *Endpoi
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.failPlug != nil {
-		return f.failPlug
-	}
 	if !f.setup[n.ID] {
 		return fmt.Errorf("network %s not set up", n.Name)
 	}
-	f.plugged[ep.HostIf] = ep
-	f.pluggedIn[ep.HostIf] = path
+	// The routes are taken first: a plug that fails may have moved them
+	// (the real driver sets them last, but a failure to set the IPv6 one
+	// comes after the IPv4 one moved).
 	r := f.routes[path]
 	if routes.V4 {
 		r[0] = ep.IfName + " via " + n.Gateway.String()
@@ -129,6 +127,11 @@ func (f *fakeDriver) Plug(_ context.Context, path string, n *Network, ep *Endpoi
 		r[1] = ep.IfName + " via " + n.Gateway6.String()
 	}
 	f.routes[path] = r
+	if f.failPlug != nil {
+		return f.failPlug
+	}
+	f.plugged[ep.HostIf] = ep
+	f.pluggedIn[ep.HostIf] = path
 	return nil
 }
 

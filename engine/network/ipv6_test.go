@@ -374,6 +374,12 @@ func TestGatewayPriority(t *testing.T) {
 	}
 	connect("n5", -100)
 	step("a negative priority", "eth0 via 10.101.0.1 | eth0 via fd01::1")
+	drv.failPlug = errors.New("no veth today")
+	if _, _, err := m.Connect(ctx, c, "n3", prio(1000)); err == nil {
+		t.Fatal("a failed plug connected")
+	}
+	drv.failPlug = nil
+	step("a connect that failed", "eth0 via 10.101.0.1 | eth0 via fd01::1")
 	connect("n2", 100)
 	step("a higher priority", "eth2 via 10.102.0.1 | eth2 via fd02::1")
 	connect("n3", 10)

@@ -421,9 +421,17 @@ func (m *Manager) plugLocked(ctx context.Context, sb *sandbox, n *netState, c *c
 		return nil, err
 	}
 	gw4, gw6 := m.gatewaysLocked(sb)
-	if err := m.drv.Plug(ctx, sb.path, n.Network, ep, Routes{V4: n == gw4, V6: n == gw6}); err != nil {
+	routes := Routes{V4: n == gw4, V6: n == gw6}
+	if err := m.drv.Plug(ctx, sb.path, n.Network, ep, routes); err != nil {
 		forgetEndpointLocked(sb, n, c.ID)
 		sb.nextIf--
+		if routes.V4 || routes.V6 {
+			// The plug may have taken the default routes before it
+			// failed: they go back to where they were.
+			if rerr := m.rerouteLocked(ctx, sb, gw4, gw6); rerr != nil {
+				m.log.Warn("restoring the default routes after a failed connect", "container", c.ID, "err", rerr)
+			}
+		}
 		return nil, fmt.Errorf("connecting to network %s: %w", n.Name, err)
 	}
 	return ep, nil
