@@ -107,6 +107,13 @@ func TestNetworkIPv6(t *testing.T) {
 			t.Errorf("port published on [::1]: %q", body)
 		}
 	}
+	// IPv6 does not leave the detached namespace (slirp4netns has none):
+	// the container is told so at once by an ICMPv6 unreachable, as on a
+	// host without an IPv6 route, not left to time out.
+	out, _ = d.Docker(t, "run", "--rm", "--network", "v6net", ref, "nc", "-w", "20", "2001:db8::1", "80")
+	if !strings.Contains(out, "No route to host") && !strings.Contains(out, "unreachable") {
+		t.Errorf("an outside IPv6 address: %q, want an unreachable error", out)
+	}
 	// A connect gives a running container its IPv6 address and line.
 	dockerOK(t, d, "run", "-d", "--name", "late", "--hostname", "late", ref, "sleep", "300")
 	dockerOK(t, d, "network", "connect", "--ip6", "fd00:77::88", "v6net", "late")
