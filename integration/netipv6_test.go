@@ -221,7 +221,7 @@ func TestNetworkIPv6Restart(t *testing.T) {
 		t.Fatalf("the default IPv6 subnet: %+v", ula1)
 	}
 	id := dockerOK(t, d, "info", "-f", "{{.ID}}")
-	dockerOK(t, d, "run", "-d", "--name", "keep", "--network", "mine", ref, "sleep", "300")
+	dockerOK(t, d, "run", "-d", "--name", "keep", "--stop-timeout", "1", "--network", "mine", ref, "sleep", "300")
 
 	d.Stop()
 	d2 := startDaemonEnv(t, d.env, d.Socket)
