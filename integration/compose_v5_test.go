@@ -12,7 +12,8 @@ import (
 
 // Compose v5 (the pinned docker-compose plugin) as a project uses it day
 // to day: health-gated start with `up --wait`, a dependency whose restart
-// restarts its dependents, profiles, a volume of type image, and the
+// restarts its dependents, profiles, a volume of type image, interface
+// names and gateway priorities on networks, and the
 // commands around a running project (ls, images, top, port, cp, run,
 // stats, events, down --rmi).
 
@@ -36,6 +37,11 @@ services:
         target: /img
         image:
           subpath: etc
+    networks:
+      default:
+        interface_name: app0
+      back:
+        gw_priority: 10
     depends_on:
       db:
         condition: service_healthy
@@ -46,6 +52,8 @@ services:
     command: ["sh", "-c", "echo tool-ran-$$TOOLARG"]
     environment:
       TOOLARG: one
+networks:
+  back: {}
 `
 
 // compose runs docker compose for the project in dir.
@@ -87,6 +95,11 @@ func TestComposeV5Project(t *testing.T) {
 	compose("cp", filepath.Join(dir, "note.txt"), "web:/tmp/note.txt")
 	if got := compose("exec", "-T", "web", "cat", "/tmp/note.txt", "/built"); got != "from-the-host\nweb-image" {
 		t.Errorf("files in web: %q", got)
+	}
+	// interface_name names web's interface on the default network, and
+	// gw_priority puts its default route on back.
+	if got := compose("exec", "-T", "web", "sh", "-c", "ip -o link show app0 | cut -d: -f2; ip route | grep ^default | cut -d' ' -f5"); !strings.HasPrefix(got, "app0@if") || !strings.HasSuffix(got, "\neth0") {
+		t.Errorf("web's interfaces and default route: %q", got)
 	}
 	// volumes of type image: the image's etc, read-only.
 	if got := compose("exec", "-T", "web", "sh", "-c", "head -1 /img/passwd; touch /img/x 2>/dev/null || echo read-only"); got != "root:x:0:0:root:/root:/bin/sh\nread-only" {

@@ -142,11 +142,16 @@ func (m *Manager) Restore(ctx context.Context, running []*container.Container) (
 			if err != nil || !n.IsBridge() {
 				continue
 			}
+			ifname, err := m.ifnameLocked(sb, c, es)
+			if err != nil {
+				m.log.Warn("restoring an interface name", "container", c.ID, "network", n.Name, "err", err)
+				continue
+			}
 			ep := &Endpoint{
 				ID: es.EndpointID, ContainerID: c.ID, Name: strings.TrimPrefix(c.Name, "/"),
 				MAC: net.HardwareAddr(es.MacAddress), Aliases: slices.Clone(es.Aliases), GwPriority: es.GwPriority,
 				DNSNames: slices.Clone(es.DNSNames), Links: slices.Clone(es.Links), HostIf: hostIfName(es.EndpointID),
-				IfName: fmt.Sprintf("eth%d", sb.nextIf),
+				IfName: ifname,
 			}
 			if err := n.restoreLocked(ep, es.IPAddress, es.GlobalIPv6Address); err != nil {
 				m.log.Warn("restoring an address", "container", c.ID, "network", n.Name, "err", err)
@@ -154,7 +159,6 @@ func (m *Manager) Restore(ctx context.Context, running []*container.Container) (
 			}
 			n.eps[c.ID] = ep
 			sb.order = append(sb.order, n.ID)
-			sb.nextIf++
 		}
 	}
 	if m.drv == nil {

@@ -95,9 +95,12 @@ func (m *Manager) reserveLocked(ctx context.Context, sb *sandbox, n *netState, c
 	if err := m.setupLocked(ctx, n); err != nil {
 		return nil, err
 	}
-	ep := &Endpoint{ID: newID(), ContainerID: c.ID, Name: strings.TrimPrefix(c.Name, "/")}
+	ifname, err := m.ifnameLocked(sb, c, cfg)
+	if err != nil {
+		return nil, err
+	}
+	ep := &Endpoint{ID: newID(), ContainerID: c.ID, Name: strings.TrimPrefix(c.Name, "/"), IfName: ifname}
 	ep.HostIf = hostIfName(ep.ID)
-	ep.IfName = fmt.Sprintf("eth%d", sb.nextIf)
 	if err := n.addressLocked(ep, cfg); err != nil {
 		return nil, err
 	}
@@ -119,7 +122,6 @@ func (m *Manager) reserveLocked(ctx context.Context, sb *sandbox, n *netState, c
 	}
 	n.eps[c.ID] = ep
 	sb.order = append(sb.order, n.ID)
-	sb.nextIf++
 	return ep, nil
 }
 

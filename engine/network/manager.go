@@ -80,7 +80,6 @@ type sandbox struct {
 	// order of its interfaces.
 	order    []string
 	forwards []Forward
-	nextIf   int
 	// dns are the servers the container's queries to the embedded DNS
 	// servers are forwarded to: its --dns, else the daemon's
 	// (containerDNS, dnsforward.go).
@@ -424,7 +423,6 @@ func (m *Manager) plugLocked(ctx context.Context, sb *sandbox, n *netState, c *c
 	routes := Routes{V4: n == gw4, V6: n == gw6}
 	if err := m.drv.Plug(ctx, sb.path, n.Network, ep, routes); err != nil {
 		forgetEndpointLocked(sb, n, c.ID)
-		sb.nextIf--
 		if routes.V4 || routes.V6 {
 			// The plug may have taken the default routes before it
 			// failed: they go back to where they were.
