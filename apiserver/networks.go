@@ -57,6 +57,9 @@ func (s *Server) networkInspect(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if versionLess(APIVersion(r.Context()), "1.52") {
+		n.Status = nil // the IPAM counts came with API 1.52
+	}
 	return writeJSON(w, http.StatusOK, n)
 }
 

@@ -237,6 +237,13 @@ func (m *Manager) NetworkInspect(ctx context.Context, ref string) (network.Inspe
 		}
 		out.Containers[id] = r
 	}
+	subnets := network.SubnetStatuses{}
+	for _, p := range []*pool{n.pool, n.pool6} {
+		if p != nil {
+			subnets[p.subnet] = p.status()
+		}
+	}
+	out.Status = &network.Status{IPAM: network.IPAMStatus{Subnets: subnets}}
 	return out, nil
 }
 

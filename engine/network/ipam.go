@@ -4,9 +4,11 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"net/netip"
 
 	"github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/network"
 )
 
 // Pool is one of the address pools networks without a subnet take one
@@ -205,4 +207,45 @@ func (p *pool) release(a netip.Addr) {
 	if p != nil && a.IsValid() {
 		delete(p.used, a)
 	}
+}
+
+// status counts the pool for network inspect's Status (API 1.52), as
+// Docker does: the subnet's addresses in use, its own reserved ones
+// included (network address, gateway, IPv4 broadcast; on IPv6 the
+// subnet-router anycast address), and the range's addresses still free
+// for dynamic allocation. A range of 2^64 addresses or more counts as
+// 2^64-1.
+func (p *pool) status() network.SubnetStatus {
+	reserved := []netip.Addr{p.subnet.Addr(), p.gw}
+	if p.subnet.Addr().Is4() {
+		reserved = append(reserved, broadcast(p.subnet))
+	}
+	var st network.SubnetStatus
+	inRange := uint64(0)
+	seen := map[netip.Addr]bool{}
+	for _, a := range reserved {
+		if a.IsValid() && p.subnet.Contains(a) && !seen[a] {
+			seen[a] = true
+			st.IPsInUse++
+			if p.rng.Contains(a) {
+				inRange++
+			}
+		}
+	}
+	for a := range p.used {
+		if !seen[a] {
+			st.IPsInUse++
+			if p.rng.Contains(a) {
+				inRange++
+			}
+		}
+	}
+	size := uint64(math.MaxUint64)
+	if hostBits := p.rng.Addr().BitLen() - p.rng.Bits(); hostBits < 64 {
+		size = uint64(1) << hostBits
+	}
+	if inRange < size {
+		st.DynamicIPsAvailable = size - inRange
+	}
+	return st
 }

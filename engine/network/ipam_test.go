@@ -2,11 +2,13 @@ package network
 
 import (
 	"errors"
+	"math"
 	"net/netip"
 	"strings"
 	"testing"
 
 	"github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/network"
 )
 
 func TestChooseSubnet(t *testing.T) {
@@ -301,5 +303,37 @@ func TestMACFromIPv6(t *testing.T) {
 	// The last four bytes, on a network without IPv4.
 	if got := macFor(netip.MustParseAddr("fd00::ac11:2")).String(); got != "02:42:ac:11:00:02" {
 		t.Errorf("mac = %s", got)
+	}
+}
+
+// Network inspect counts each subnet's addresses as Docker does: those
+// in use, the subnet's own reserved ones included, and those its range
+// has left for dynamic allocation.
+func TestSubnetStatus(t *testing.T) {
+	for _, tc := range []struct {
+		subnet, rng, gw string
+		used            []string
+		want            network.SubnetStatus
+	}{
+		// network address, gateway, broadcast; a /31 range of 2.
+		{"192.168.0.0/24", "192.168.0.64/31", "192.168.0.1", nil, network.SubnetStatus{IPsInUse: 3, DynamicIPsAvailable: 2}},
+		{"192.168.0.0/24", "192.168.0.64/31", "192.168.0.1", []string{"192.168.0.64", "192.168.0.129"}, network.SubnetStatus{IPsInUse: 5, DynamicIPsAvailable: 1}},
+		// subnet-router anycast and gateway, both in the /120 range.
+		{"2001:db8:abcd::/64", "2001:db8:abcd::/120", "2001:db8:abcd::1", []string{"2001:db8:abcd::2"}, network.SubnetStatus{IPsInUse: 3, DynamicIPsAvailable: 253}},
+		{"fd00::/64", "", "fd00::1", nil, network.SubnetStatus{IPsInUse: 2, DynamicIPsAvailable: math.MaxUint64 - 2}},
+	} {
+		var rng netip.Prefix
+		if tc.rng != "" {
+			rng = netip.MustParsePrefix(tc.rng)
+		}
+		p := newPool(netip.MustParsePrefix(tc.subnet), rng, netip.MustParseAddr(tc.gw))
+		for _, a := range tc.used {
+			if err := p.reserve(netip.MustParseAddr(a), "c"+a); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := p.status(); got != tc.want {
+			t.Errorf("%s range %s used %v: %+v, want %+v", tc.subnet, tc.rng, tc.used, got, tc.want)
+		}
 	}
 }
