@@ -55,11 +55,12 @@ type ImageBackend interface {
 // imageOps are the operations under /images/{name}/, by method and suffix.
 func (s *Server) imageOps() map[string]func(w http.ResponseWriter, r *http.Request, name string) error {
 	return map[string]func(http.ResponseWriter, *http.Request, string) error{
-		"GET json":    s.imageInspect,
-		"GET history": s.imageHistory,
-		"GET get":     s.imageSaveOne,
-		"POST tag":    s.imageTag,
-		"POST push":   s.imagePush,
+		"GET json":         s.imageInspect,
+		"GET history":      s.imageHistory,
+		"GET attestations": s.imageAttestations,
+		"GET get":          s.imageSaveOne,
+		"POST tag":         s.imageTag,
+		"POST push":        s.imagePush,
 	}
 }
 
@@ -208,6 +209,20 @@ type legacyImageInspect struct {
 	VirtualSize     *int64            `json:"VirtualSize,omitempty"`
 	Container       string            `json:"Container"`
 	ContainerConfig *container.Config `json:"ContainerConfig"`
+}
+
+// imageAttestations is GET /images/{name}/attestations (API 1.55): hutch's
+// image store, as Docker's legacy one, keeps no attestation manifests (a
+// build's are dropped when its image is stored), so an image that exists
+// has none to give: 501 with the reason, as the legacy store answers.
+func (s *Server) imageAttestations(w http.ResponseWriter, r *http.Request, name string) error {
+	if versionLess(APIVersion(r.Context()), "1.55") {
+		return tooOldFor("/images/{name:.*}/attestations", "1.55")
+	}
+	if _, err := s.backend.ImageInspect(r.Context(), name, nil); err != nil {
+		return err
+	}
+	return errdefs.ErrNotImplemented.WithMessage("the image store does not support attestations: hutch keeps an image's platform manifest only")
 }
 
 func (s *Server) imageHistory(w http.ResponseWriter, r *http.Request, name string) error {

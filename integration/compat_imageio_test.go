@@ -379,3 +379,19 @@ func TestImportSourcesAsDocker(t *testing.T) {
 		t.Errorf("the empty import has %s layers", layers)
 	}
 }
+
+// GET /images/{name}/attestations (API 1.55): hutch's store, as Docker's
+// legacy one, keeps no attestations, and says so; an unknown image is not
+// found, and older API versions do not have the route.
+func TestImageAttestationsRoute(t *testing.T) {
+	d, ref := pulled(t)
+	if code, body := rawDo(t, d, "GET", "/v1.55/images/"+ref+"/attestations", nil, nil); code != http.StatusNotImplemented || !strings.Contains(body, "does not support attestations") {
+		t.Errorf("attestations of %s: %d %s", ref, code, body)
+	}
+	if code, body := rawDo(t, d, "GET", "/v1.55/images/nosuch/attestations", nil, nil); code != http.StatusNotFound {
+		t.Errorf("attestations of a missing image: %d %s", code, body)
+	}
+	if code, body := rawDo(t, d, "GET", "/v1.54/images/"+ref+"/attestations", nil, nil); code != http.StatusBadRequest || !strings.Contains(body, "requires minimum API version 1.55") {
+		t.Errorf("attestations at API 1.54: %d %s", code, body)
+	}
+}
