@@ -97,7 +97,7 @@ func adaptCreateRequest(version string, req *containertypes.CreateRequest) error
 		names := slices.Sorted(maps.Keys(nc.EndpointsConfig))
 		return errdefs.ErrInvalidArgument.WithMessage("Container cannot be created with multiple network endpoints: " + strings.Join(names, ", "))
 	}
-	return nil
+	return migrateIfaceSysctls(version, req)
 }
 
 func (s *Server) containerStart(w http.ResponseWriter, r *http.Request) error {

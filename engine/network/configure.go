@@ -114,6 +114,14 @@ func validateEndpoint(n *netState, cfg *network.EndpointSettings) error {
 	if cfg == nil {
 		return nil
 	}
+	if _, err := endpointSysctls(cfg); err != nil {
+		return err
+	}
+	if name := askedIfname(cfg); name != "" {
+		if err := checkIfname(name); err != nil {
+			return err
+		}
+	}
 	want4, want6 := staticAddrs(cfg)
 	if !n.UserDefined() {
 		if want4.IsValid() || want6.IsValid() {

@@ -99,7 +99,11 @@ func (m *Manager) reserveLocked(ctx context.Context, sb *sandbox, n *netState, c
 	if err != nil {
 		return nil, err
 	}
-	ep := &Endpoint{ID: newID(), ContainerID: c.ID, Name: strings.TrimPrefix(c.Name, "/"), IfName: ifname}
+	sysctls, err := endpointSysctls(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ep := &Endpoint{ID: newID(), ContainerID: c.ID, Name: strings.TrimPrefix(c.Name, "/"), IfName: ifname, Sysctls: sysctls}
 	ep.HostIf = hostIfName(ep.ID)
 	if err := n.addressLocked(ep, cfg); err != nil {
 		return nil, err

@@ -120,6 +120,9 @@ type Endpoint struct {
 	IfName string
 	// HostIf is the veth end on the bridge.
 	HostIf string
+	// Sysctls are the interface's sysctls, net.X.Y.IFNAME.Z=value
+	// (SysctlsOption), set as it is plugged.
+	Sysctls []string
 }
 
 // hostIfName names the bridge end of an endpoint's veth pair: short

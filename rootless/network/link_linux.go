@@ -151,6 +151,11 @@ func (d *Driver) Plug(ctx context.Context, path string, n *enet.Network, ep *ene
 				return err
 			}
 		}
+		if len(ep.Sysctls) > 0 {
+			if err := d.inNS(sb, func() error { return ifaceSysctls(ep.IfName, ep.Sysctls) }); err != nil {
+				return err
+			}
+		}
 		// A handle in the container's namespace; NewHandleAt comes back
 		// to this thread's namespace, the detached one, which it may.
 		h, err := netlink.NewHandleAt(sb)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/containerd/errdefs"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
@@ -132,6 +133,35 @@ func allowIPv6(conf string) error {
 	for _, name := range off {
 		if err := disableIPv6(name); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// ifaceSysctls sets the sysctls of interface iface of the calling
+// thread's namespace: each net.X.Y.IFNAME.Z=value (checked by the engine)
+// is /proc/sys/net/X/Y/<iface>/Z. A value already set is not written, as
+// Docker does, for a read-only /proc/sys/net.
+func ifaceSysctls(iface string, sysctls []string) error {
+	for _, sc := range sysctls {
+		k, v, _ := strings.Cut(sc, "=")
+		sk := strings.Split(k, ".")
+		if len(sk) != 5 {
+			return fmt.Errorf("expected sysctl '%s' to have format net.X.Y.IFNAME.Z", sc)
+		}
+		p := filepath.Join("/proc/sys", sk[0], sk[1], sk[2], iface, sk[4])
+		if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
+			return fmt.Errorf("%s is not a sysctl file: %w", p, errdefs.ErrInvalidArgument)
+		}
+		cur, err := os.ReadFile(p)
+		if err != nil {
+			return fmt.Errorf("unable to read '%s': %w", p, err)
+		}
+		if strings.TrimSpace(string(cur)) == v {
+			continue
+		}
+		if err := os.WriteFile(p, []byte(v), 0o644); err != nil {
+			return fmt.Errorf("unable to write to '%s': %w", p, err)
 		}
 	}
 	return nil
