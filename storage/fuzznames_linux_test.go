@@ -76,9 +76,9 @@ func FuzzStoreNames(f *testing.F) {
 
 		// Names other operations take are parsed first: they are refused
 		// as invalid, or the operation fails for what comes next (an
-		// empty archive, a missing rootfs or image).
-		if _, err := s.ImportImage(ctx, strings.NewReader(""), engine.ImportConfig{}, name); !errors.Is(err, errdefs.ErrInvalidArgument) {
-			t.Errorf("import of nothing as %q: %v", name, err)
+		// archive that is no tar, a missing rootfs or image).
+		if _, err := s.ImportImage(ctx, strings.NewReader("no tar"), engine.ImportConfig{}, name); !errors.Is(err, errdefs.ErrInvalidArgument) {
+			t.Errorf("import of no tar as %q: %v", name, err)
 		}
 		if _, err := s.CommitImage(ctx, "no-such-rootfs", engine.CommitImage{Name: name}); !errdefs.IsNotFound(err) {
 			checkRefusal(t, err)

@@ -97,13 +97,25 @@ func TestImportImage(t *testing.T) {
 	}
 }
 
+// No bytes at all are an empty rootfs, as Docker imports them.
+func TestImportEmptyArchive(t *testing.T) {
+	s := newStore(t, "")
+	id, err := s.ImportImage(context.Background(), bytes.NewReader(nil), engine.ImportConfig{}, "docker.io/library/empty:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	imgs, err := s.ListImages(context.Background())
+	if err != nil || len(imgs) != 1 || imgs[0].ID != id || len(imgs[0].Layers) != 1 {
+		t.Fatalf("images %+v, %v", imgs, err)
+	}
+}
+
 func TestImportImageFailuresLeaveNothing(t *testing.T) {
 	tests := []struct {
 		name  string
 		body  []byte
 		class error
 	}{
-		{"empty", nil, errdefs.ErrInvalidArgument},
 		{"not a tar", bytes.Repeat([]byte("garbage "), 200), errdefs.ErrInvalidArgument},
 		{"truncated tar", rootfsTar(t, false)[:20000], errdefs.ErrInvalidArgument},
 		{"truncated gzip", rootfsTar(t, true)[:20000], errdefs.ErrInvalidArgument},
