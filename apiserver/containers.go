@@ -156,7 +156,7 @@ func (s *Server) containerKill(w http.ResponseWriter, r *http.Request) error {
 }
 
 // waitBody is the wait answer; Docker's clients accept "Error":null, and
-// the API guide shows it.
+// Docker's API documentation shows it.
 type waitBody struct {
 	StatusCode int64
 	Error      *containertypes.WaitExitError

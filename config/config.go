@@ -1,5 +1,5 @@
 // Package config resolves where hutch keeps its socket, state and data (the
-// contract of DESIGN §1) from the environment, daemon.json and flags. The CLI
+// contract in docs/design.md) from the environment, daemon.json and flags. The CLI
 // uses it to find the daemon without linking the engine.
 package config
 

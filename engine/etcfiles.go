@@ -30,7 +30,7 @@ const (
 // They are made anew at every start, so they need not outlive a reboot:
 // the bundle directory is in the runtime dir (tmpfs), not beside the
 // record on the data dir, where each start made three inodes and each
-// removal freed them (ext4 pays more for both under load; issue 7).
+// removal freed them (ext4 pays more for both under load).
 func (e *Engine) writeEtcFiles(c *container.Container, att NetAttachment, links []string) (spec.EtcFiles, error) {
 	dir := e.etcDir(c)
 	if err := os.MkdirAll(dir, 0o700); err != nil {

@@ -16,7 +16,7 @@ import (
 // is luck: 100 containers by 10 clients had a p99 at 1.8 times their
 // median. With one start per CPU let through and the others queued in
 // order, starts end about in the order they came, and the p99 came down
-// to 1.2-1.5 times the median at the same throughput (issue 7).
+// to 1.2-1.5 times the median at the same throughput.
 //
 // The oldest is the start whose docker run began first, not the first to
 // reach the gate: a container whose create was slow (the first containers

@@ -18,7 +18,7 @@ import (
 )
 
 // docker commit, diff and export against the real daemon, driven by the
-// docker CLI, the Go SDK and raw HTTP as the API guide shows (push_test.go
+// docker CLI, the Go SDK and raw HTTP as Docker's API documentation shows (push_test.go
 // has docker push).
 
 // madeContainer runs a stopped container that wrote /file and deleted
@@ -163,7 +163,7 @@ func TestCommitRunning(t *testing.T) {
 	must(t, d, "rm", "-f", "r1")
 }
 
-// The API guide's commit: a 12-character ID prefix and repo, answered
+// The Engine API's commit: a 12-character ID prefix and repo, answered
 // with {"Id":"sha256:…"}, and the list then shows its ParentId.
 func TestCommitRawAPI(t *testing.T) {
 	d, ref := pulled(t)

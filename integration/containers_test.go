@@ -21,7 +21,7 @@ import (
 	"github.com/moby/moby/client"
 )
 
-// The API guide's flow with a plain HTTP client: pull, create, start, wait,
+// The Engine API's basic flow with a plain HTTP client: pull, create, start, wait,
 // logs, list, stop.
 func TestRawHTTPFlow(t *testing.T) {
 	ref := busybox(t)

@@ -392,7 +392,7 @@ func waitGone(t testing.TB, pids []int) {
 	}
 }
 
-// Without XDG_RUNTIME_DIR the socket goes where DESIGN §1 says, and the log
+// Without XDG_RUNTIME_DIR the socket goes where docs/design.md (Contract) says, and the log
 // says which fallback was used.
 func TestNoXDGRuntimeDir(t *testing.T) {
 	env, _, _ := daemonEnv(t)

@@ -5,7 +5,7 @@
 // part it plays. The child side, run in the engine's process, is package
 // rootless/child.
 //
-// The tree, as DESIGN §2 draws it, with the rootlesskit child and the
+// The tree, as docs/architecture.md draws it, with the rootlesskit child and the
 // engine in one process:
 //
 //	hutch-ns daemon         (host: `hutch daemon` after its exec; rootlesskit

@@ -16,7 +16,7 @@ import (
 // Handover is what `hutch daemon` hands over to hutch-ns when it execs it on
 // the host: from then on the small hutch-ns binary is the daemon's host
 // process (same pid, same lock, same stdio), so the process that only
-// waits and forwards does not map the whole engine binary (DESIGN §7).
+// waits and forwards does not map the whole engine binary (docs/design.md, Performance goals).
 type Handover struct {
 	Parent ParentOptions `json:"parent"`
 	// LockFD is the instance lock (an flock on hutch.lock), kept open

@@ -47,7 +47,7 @@ func BenchmarkPullBusybox(b *testing.B) {
 }
 
 // BenchmarkPullLarge pulls busybox plus a copy of Go's source tree (the
-// benchmark image of issue 3) and, as "untar", extracts the same layer with
+// benchmark's large image) and, as "untar", extracts the same layer with
 // `gzip -dc | tar -x`, so the two can be compared from one run.
 func BenchmarkPullLarge(b *testing.B) {
 	goroot, err := exec.Command("go", "env", "GOROOT").Output()

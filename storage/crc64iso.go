@@ -12,7 +12,7 @@ import (
 // 1, and that sparseness allows a word at a time with shifts: this runs
 // more than twice as fast (2.3-2.5 times in BenchmarkCRCISO, which
 // compares the two in one run), and a pull is bound by the CPU of two
-// cores (issue 7).
+// cores.
 //
 // The arithmetic, in the reflected order hash/crc64 uses (bit i of a word
 // is the coefficient of x^(63-i), so multiplying by x is a right shift):

@@ -8,7 +8,7 @@ import (
 )
 
 // A shim idles for its container's whole life, and what it links is
-// resident in every one of them (DESIGN §7: 3 MiB each). libcontainer and
+// resident in every one of them (docs/design.md, Performance goals: 3 MiB each). libcontainer and
 // cgo belong to hutch-runtime; package net (half a megabyte resident) and
 // log/slog are replaced by a few lines of the shim's own.
 func TestShimLinksLittle(t *testing.T) {

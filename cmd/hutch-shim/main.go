@@ -2,7 +2,7 @@
 // running container (see package github.com/hutch-engine/hutch/engine/shim).
 // It lives as long as its container, so it links neither libcontainer (it
 // starts hutch-runtime for that) nor package net: its resident memory is
-// the per-container overhead (DESIGN §7), and deps_test.go keeps it so.
+// the per-container overhead (docs/design.md, Performance goals), and deps_test.go keeps it so.
 package main
 
 import (

@@ -29,7 +29,7 @@ type Load struct {
 	// same steps done one at a time, the p99 taken over every burst's
 	// containers. One burst's p99 is its second slowest container: at
 	// one commit it went from 8.3 to 13.3 times in runs back to back
-	// (issue 7), and from 7.8 to 13.6 times between the bursts of one
+	//, and from 7.8 to 13.6 times between the bursts of one
 	// run, whose worst burst's tail then made the p99 of all (12.9×).
 	P99Ratio float64 `json:"p99_over_single_median"`
 	// BurstRatios are each burst's p99 over the same median, to show

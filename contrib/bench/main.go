@@ -1,5 +1,5 @@
 // Command bench is `make bench`: it measures hutch against baselines taken
-// in the same run (DESIGN §7) and writes a table, bench/results/latest.json
+// in the same run (docs/design.md, Performance goals) and writes a table, bench/results/latest.json
 // and a PNG of the latency distributions.
 //
 // It runs as the unprivileged user hutch serves (contrib/bench/run.sh

@@ -29,7 +29,7 @@ type Pull struct {
 	// minutes apart, are not: in a run soon after an integration run the
 	// first pull took 5.3 s in ext4's slow phase and the ratio of the
 	// medians was 1.19, while the four other pairs were within 0.74-1.04
-	// (issue 7). MediansRatio is that ratio of the medians. Nine pairs,
+	//. MediansRatio is that ratio of the medians. Nine pairs,
 	// not five: one pair's ratio went from 0.88 to 1.93 within a run,
 	// and the median of the first five of ten pairs was 1.10 where all
 	// ten gave 1.06.
@@ -104,7 +104,7 @@ func benchPull(ctx context.Context, e *env, res *Results) error {
 		// inodes freed before the bench age (docs/architecture.md), so
 		// the first of every pair met the slower one. In a run soon after
 		// other tests' removals, hutch's pulls, always first, had a p95
-		// of 3.4 s against 1.08 s for tar's (issue 7).
+		// of 3.4 s against 1.08 s for tar's.
 		steps := []func() error{pull, baseline}
 		if i%2 == 1 {
 			steps[0], steps[1] = baseline, pull

@@ -13,7 +13,7 @@ import (
 )
 
 // dockerRootlessMs is rootless Docker's `docker run --rm busybox true` on
-// these machines (DESIGN §7), a reference not measured here: Docker is not
+// these machines (docs/design.md, Performance goals), a reference not measured here: Docker is not
 // installed on them.
 const dockerRootlessMs = 300
 
@@ -43,7 +43,7 @@ type Results struct {
 	Targets []Target `json:"targets"`
 }
 
-// Target is one line of DESIGN §7 and whether this run meets it.
+// Target is one goal of docs/design.md (Performance goals) and whether this run meets it.
 type Target struct {
 	What   string `json:"what"`
 	Value  string `json:"value"`

@@ -17,7 +17,7 @@ import (
 
 // BenchmarkRunTrue times create+start+wait of `true` (what one `docker run
 // --rm busybox true` costs in the shim) and reports the median, which is
-// what DESIGN §7 and §8 compare. Run with -benchtime=20x.
+// what the goals and platform constraints of docs/design.md compare. Run with -benchtime=20x.
 func BenchmarkRunTrue(b *testing.B) {
 	ctx := testCtx(b)
 	var times []time.Duration
@@ -42,7 +42,7 @@ func BenchmarkRunTrue(b *testing.B) {
 }
 
 // BenchmarkShimMemory reports the memory of shims whose containers run
-// (DESIGN §7: per container overhead ≤ 3 MiB). Five run at once so that
+// (docs/design.md, Performance goals: per container overhead ≤ 3 MiB). Five run at once so that
 // the binary's pages, shared through the page cache, are counted once:
 // pss-KiB is the per-shim share of all that is resident, private-KiB what
 // each shim alone holds (its heap and stacks), rss-KiB the plain RSS.

@@ -3,7 +3,7 @@
 // talks to them over their unix sockets, and reads what they leave behind
 // (the exit file, and the json-file log through package jsonlog).
 //
-// One shim runs per running container, in its own session, so it outlives
+// One shim runs per running container, in its own process group, and outlives
 // the engine. It has hutch-runtime (package shim/oci) create the container
 // with libcontainer in the engine's namespaces (uid 0 in rootlesskit's user
 // namespace, or real root), is a subreaper, holds the container's stdio,
@@ -41,7 +41,7 @@
 // root.path, mounted by the engine); Create writes BundleDir/shim.json and
 // the shim logs its own diagnostics to BundleDir/shim.log. StateDir (the
 // libcontainer root) must not be nested with hutch-runtime's directory,
-// or every start copies the binary into a memfd (DESIGN §8).
+// or every start copies the binary into a memfd (docs/design.md, Platform constraints).
 //
 // The exit file is written atomically (temp file, rename) but not fsynced:
 // it survives the death of the engine or the shim, not a power loss, after

@@ -594,7 +594,7 @@ func TestFollowLiveLog(t *testing.T) {
 	}
 }
 
-// DESIGN §8: libcontainer re-executes the shim as the container's init
+// docs/design.md, Platform constraints: libcontainer re-executes the shim as the container's init
 // from a sealed clone of the binary. With the state root not nested with
 // the binary's directory it uses a zero-copy overlayfs, not a memfd copy
 // of the whole binary on every start.

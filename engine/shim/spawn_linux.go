@@ -22,7 +22,7 @@ import (
 // Create spawns a shim for opts and returns once the container exists with
 // its process created but not running (docker create + the part of docker
 // start that can fail), so the engine can Attach before Start and lose no
-// output. The shim runs in its own session, detached from the engine, and
+// output. The shim runs in its own process group, detached from the engine, and
 // outlives it. A command that cannot run is a *StartError here.
 //
 // If ctx ends before the shim is ready, the shim is killed.

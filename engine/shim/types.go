@@ -25,7 +25,7 @@ type StartOptions struct {
 	// directory of RuntimeBinary: libcontainer seals /proc/self/exe with an
 	// overlayfs whose lower layers are both directories, and overlapping
 	// layers make it fall back to copying the binary into a memfd on every
-	// start (DESIGN §8).
+	// start (docs/design.md, Platform constraints).
 	StateDir string
 	// SocketPath is where the shim listens for attach/resize/kill/wait/exec.
 	SocketPath string

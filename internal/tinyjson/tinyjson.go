@@ -1,7 +1,7 @@
 // Package tinyjson reads and writes the few JSON objects that pass through
 // the shim, without reflection: encoding/json (with reflect and fmt, which
 // it brings) is half a megabyte of resident memory in every shim, one per
-// running container (DESIGN §7). Its output is what encoding/json writes
+// running container (docs/design.md, Performance goals). Its output is what encoding/json writes
 // for the same values, and it reads what encoding/json reads; the tests
 // compare the two.
 //

@@ -47,7 +47,7 @@ func DefaultEnv() Env {
 
 // RealRoot reports whether this process is root in the initial user
 // namespace with CAP_SYS_ADMIN: hutch then runs without rootlesskit
-// (DESIGN §2). Root without CAP_SYS_ADMIN (a container's root: CI jobs in
+// (docs/design.md, Process model). Root without CAP_SYS_ADMIN (a container's root: CI jobs in
 // unprivileged containers and pods) cannot mount, and runs rootless as
 // any user does.
 func RealRoot() bool {
@@ -60,7 +60,7 @@ func RealRoot() bool {
 }
 
 // defaultDataDir is $XDG_DATA_HOME/hutch, else ~/.local/share/hutch
-// (DESIGN §1).
+// (docs/design.md, Contract).
 func defaultDataDir() string {
 	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
 		return filepath.Join(d, "hutch")

@@ -21,7 +21,7 @@ const (
 )
 
 // ResolveRuntimeDir picks the rootless daemon's runtime directory (socket,
-// pid file, state) as DESIGN §1 fixes it: $XDG_RUNTIME_DIR when set, which
+// pid file, state) as docs/design.md (Contract) fixes it: $XDG_RUNTIME_DIR when set, which
 // must then be a directory owned by the user with mode 0700; else
 // /run/user/$UID when it exists and is ours; else $TMPDIR/hutch-$UID.
 //

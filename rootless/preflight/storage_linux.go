@@ -14,7 +14,7 @@ import (
 
 // checkStorage reports the storage driver the daemon will end up with: it
 // probes native overlay, then fuse-overlayfs, then falls back to vfs
-// (DESIGN §3).
+// (docs/design.md, Storage and images).
 func checkStorage(ctx context.Context, env *Env) []Item {
 	it := Item{Check: CheckStorage, Name: "storage driver"}
 	kernel := env.Kernel

@@ -3,7 +3,7 @@
 // wire, reaps, and records the exit status. The engine never imports it;
 // it talks to it through package shim.
 //
-// The shim lives as long as its container, so it stays small (DESIGN §7):
+// The shim lives as long as its container, so it stays small (docs/design.md, Performance goals):
 // libcontainer is in hutch-runtime (package oci), which the shim starts for
 // each step that needs it, and the shim links no net, encoding/json,
 // log/slog or os/signal (see cmd/hutch-shim/deps_test.go).

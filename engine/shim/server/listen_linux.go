@@ -9,7 +9,7 @@ import (
 
 // listener is a unix stream socket served through the runtime's poller.
 // Package net would do the same and cost the shim half a megabyte of
-// resident memory (DESIGN §7).
+// resident memory (docs/design.md, Performance goals).
 type listener struct {
 	f  *os.File
 	rc syscall.RawConn

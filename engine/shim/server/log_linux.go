@@ -8,7 +8,7 @@ import (
 )
 
 // logger writes the shim's diagnostics to stderr (the bundle's shim.log)
-// in log/slog's text format, without linking log/slog (DESIGN §7: every
+// in log/slog's text format, without linking log/slog (docs/design.md, Performance goals: every
 // package the shim links is resident memory in each shim). Attributes are
 // key/value string pairs.
 type logger struct {

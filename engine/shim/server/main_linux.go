@@ -40,7 +40,7 @@ func Main(args []string) error {
 	// No collection while the container is being created (a burst of
 	// short-lived garbage on the start path); then a tight GC, since a shim
 	// idles for the container's whole life and its resident memory counts
-	// (DESIGN §7: ≤ 3 MiB per container).
+	// (docs/design.md, Performance goals: ≤ 3 MiB per container).
 	debug.SetGCPercent(-1)
 	// The engine's pipes are for this process alone, not for hutch-runtime.
 	unix.CloseOnExec(readyFD)

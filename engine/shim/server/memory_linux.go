@@ -13,7 +13,7 @@ const settleDelay = 500 * time.Millisecond
 
 // settler returns the shim's free heap to the kernel once a run of execs
 // is over. A shim idles for its container's whole life, and its resident
-// memory is the container's overhead (DESIGN §7: 3 MiB). The garbage of
+// memory is the container's overhead (docs/design.md, Performance goals: 3 MiB). The garbage of
 // execs (a health check every few seconds) grows the heap to its
 // collector's goal, and the pages the collector frees stay resident
 // until the runtime's scavenger returns them, which it does only above

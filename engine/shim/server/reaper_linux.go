@@ -23,7 +23,7 @@ import (
 // matched.
 //
 // No SIGCHLD: os/signal costs each shim two threads and 170 KiB of
-// resident memory (DESIGN §7). A pass runs when the pidfd of a registered
+// resident memory (docs/design.md, Performance goals). A pass runs when the pidfd of a registered
 // process becomes readable (it exited; hutch-runtime's, a settle time
 // later: see spawn), again shortly after while it is not reaped yet (its
 // zombie may still belong to hutch-runtime, which is about to exit), and
@@ -62,7 +62,7 @@ func newReaper() *reaper {
 // machine, has run (as perf and the kernel's code show; this kernel has
 // no kprobes to trace it): in a perf profile of 10 clients starting
 // containers, that walk (d_walk under release_task) was 3% of all CPU,
-// and about a tenth of that share in a run reaping 20 ms later (issue 7).
+// and about a tenth of that share in a run reaping 20 ms later.
 // Nothing waits for its status but the shim's own exit, and the init's
 // exit usually reaps it on the way.
 func (r *reaper) spawn(start func() (int, error), settle time.Duration) (int, <-chan unix.WaitStatus, error) {

@@ -36,7 +36,7 @@ func (s *server) startRuntime() (*runtimeProc, error) {
 		return nil, err
 	}
 	// Ours through the runtime's poller: a read that waits holds no
-	// thread (each thread is resident memory, DESIGN §7).
+	// thread (each thread is resident memory, docs/design.md, Performance goals).
 	_ = unix.SetNonblock(fds[0], true)
 	ours, theirs := os.NewFile(uintptr(fds[0]), "runtime"), os.NewFile(uintptr(fds[1]), "shim")
 	defer theirs.Close()

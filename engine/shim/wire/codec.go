@@ -25,7 +25,7 @@ func (r *RawJSON) UnmarshalJSON(b []byte) error {
 }
 
 // The wire types encode and decode themselves through package tinyjson, so
-// that the shim links no encoding/json (DESIGN §7); encoding/json in the
+// that the shim links no encoding/json (docs/design.md, Performance goals); encoding/json in the
 // engine calls the same methods. Keys are those the struct tags name; a
 // key the reader does not know is skipped, a null leaves the field alone.
 

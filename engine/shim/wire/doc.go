@@ -6,5 +6,5 @@
 //
 // The shim links this package and little else: it idles for the whole life
 // of its container, and every package it links is resident memory
-// (DESIGN §7: 3 MiB per shim). No net, no libcontainer, no log/slog here.
+// (docs/design.md, Performance goals: 3 MiB per shim). No net, no libcontainer, no log/slog here.
 package wire

@@ -14,7 +14,7 @@ import (
 // resize). With one P a Go program starts fewer threads and its scheduler
 // spins less on every wake-up: an exec of the static hutch-runtime took
 // 2.4 ms of CPU instead of 3.0, and a shim under 10 concurrent clients
-// about 0.6 ms less per container (issue 7).
+// about 0.6 ms less per container.
 func OneP(env []string) []string {
 	env = slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
 		return strings.HasPrefix(kv, "GOMAXPROCS=")

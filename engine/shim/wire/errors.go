@@ -2,7 +2,7 @@ package wire
 
 // Wrap returns the error "msg: cause…" that unwraps to every cause: what
 // fmt.Errorf("%s: %w", …) makes, for code the shim links, which has no fmt
-// (DESIGN §7).
+// (docs/design.md, Performance goals).
 func Wrap(msg string, causes ...error) error {
 	e := &wrapped{msg: msg, causes: causes}
 	for _, c := range causes {
