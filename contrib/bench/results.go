@@ -234,7 +234,7 @@ func (r *Results) printTable(w io.Writer) {
 
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "target (DESIGN §7)\tmeasured\ttarget\tmet")
+	fmt.Fprintln(tw, "target (docs/design.md)\tmeasured\ttarget\tmet")
 	for _, t := range r.Targets {
 		met := "no"
 		if t.Met {
