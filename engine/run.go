@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -556,51 +555,5 @@ func (e *Engine) deleteLost(ctx context.Context, c *container.Container) {
 	}
 	if err := shim.Delete(ctx, e.opts.RuntimeBinary, c.Runtime.BundleDir); err != nil {
 		e.log.Warn("killing a container whose shim died", "container", c.ID, "err", err)
-	}
-}
-
-// attachDrain bounds how long a container's exit waits for its attached
-// clients to be sent the last of its output (Docker waits 2 s too).
-const attachDrain = 2 * time.Second
-
-// addAttached keeps a live attachment to id's output, dropping those that
-// have ended; none once the container's exit is being recorded (its
-// monitor dropped the shim), which would keep it for nothing.
-func (r *runs) addAttached(id string, a *shim.Attachment) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.shims[id] == nil {
-		return
-	}
-	live := slices.DeleteFunc(r.attached[id], func(o *shim.Attachment) bool {
-		select {
-		case <-o.Done():
-			return true
-		default:
-			return false
-		}
-	})
-	r.attached[id] = append(live, a)
-}
-
-// drainAttached waits, up to limit, until every attachment to id's output
-// has passed all of it on, and forgets them: a client that attached, then
-// waited (docker run, dockerode's run) has the output before the exit.
-func (r *runs) drainAttached(id string, limit time.Duration) {
-	r.mu.Lock()
-	list := r.attached[id]
-	delete(r.attached, id)
-	r.mu.Unlock()
-	if len(list) == 0 {
-		return
-	}
-	t := time.NewTimer(limit)
-	defer t.Stop()
-	for _, a := range list {
-		select {
-		case <-a.Done():
-		case <-t.C:
-			return
-		}
 	}
 }
