@@ -93,6 +93,11 @@ func (e *Engine) ContainerAttach(ctx context.Context, ref string, req AttachRequ
 		e.containerEvent(c, eventtypes.ActionDetach, nil)
 		return nil
 	}
+	if err := a.Wait(); err != nil {
+		// The client went away (a write to it failed): the run goes on,
+		// and there is no exit to wait for.
+		return err
+	}
 	// The output ended with the run. As on Docker, whose attach ends as
 	// its exit is being handled under the container's lock, the client
 	// that sees the end finds the exit recorded and the network released
@@ -106,7 +111,7 @@ func (e *Engine) ContainerAttach(ctx context.Context, ref string, req AttachRequ
 	case <-ctx.Done():
 	case <-t.C:
 	}
-	return a.Wait()
+	return nil
 }
 
 // exitRecordWait bounds an attach's wait for the exit of the run whose
