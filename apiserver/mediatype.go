@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -29,7 +30,7 @@ func acceptedExactly(h http.Header, offers []string) string {
 				continue
 			}
 			for _, offer := range offers {
-				if value == offer && (q > bestQ || (q == bestQ && indexOf(offers, offer) < indexOf(offers, best))) {
+				if value == offer && (q > bestQ || (q == bestQ && slices.Index(offers, offer) < slices.Index(offers, best))) {
 					best, bestQ = offer, q
 				}
 			}
@@ -56,13 +57,4 @@ func parseAcceptSpec(spec string) (string, float64) {
 		q = f
 	}
 	return value, q
-}
-
-func indexOf(list []string, s string) int {
-	for i, v := range list {
-		if v == s {
-			return i
-		}
-	}
-	return len(list)
 }
