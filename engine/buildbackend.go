@@ -16,15 +16,17 @@ import (
 
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
-	"github.com/hutch-engine/hutch/engine/build"
-	"github.com/hutch-engine/hutch/engine/build/buildctx"
-	"github.com/hutch-engine/hutch/engine/container"
-	"github.com/hutch-engine/hutch/engine/spec"
 	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
 	containertypes "github.com/moby/moby/api/types/container"
 	eventtypes "github.com/moby/moby/api/types/events"
 	"github.com/moby/moby/api/types/registry"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/hutch-engine/hutch/engine/build"
+	"github.com/hutch-engine/hutch/engine/build/buildctx"
+	"github.com/hutch-engine/hutch/engine/container"
+	"github.com/hutch-engine/hutch/engine/imagestore"
+	"github.com/hutch-engine/hutch/engine/spec"
 )
 
 // BuildRequest is POST /build: the builder's request, and the name of the
@@ -165,7 +167,7 @@ func (b buildBackend) scratch(ctx context.Context) (build.Image, error) {
 	}
 	epoch := time.Unix(0, 0).UTC()
 	const note = "the empty base of FROM scratch"
-	id, err := b.e.images.ImportImage(ctx, &empty, ImportConfig{Comment: note, Image: dockerspec.DockerOCIImage{
+	id, err := b.e.images.ImportImage(ctx, &empty, imagestore.ImportConfig{Comment: note, Image: dockerspec.DockerOCIImage{
 		Image: ocispec.Image{
 			Created:  &epoch,
 			Platform: ocispec.Platform{OS: "linux", Architecture: runtime.GOARCH},
@@ -303,7 +305,7 @@ func (b buildBackend) Cached(ctx context.Context, parent, createdBy string, cfg 
 	if err != nil {
 		return "", err
 	}
-	var found *Image
+	var found *imagestore.Image
 	for i := range imgs {
 		img := &imgs[i]
 		if img.Parent != parent || img.Config == nil || len(img.Config.History) == 0 {

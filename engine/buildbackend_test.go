@@ -9,10 +9,12 @@ import (
 	containertypes "github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/registry"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/hutch-engine/hutch/engine/imagestore"
 )
 
 // stepImage is an image a build step made on parent.
-func stepImage(n int, parent, createdBy string, cfg *containertypes.Config, created time.Time) *Image {
+func stepImage(n int, parent, createdBy string, cfg *containertypes.Config, created time.Time) *imagestore.Image {
 	img := fakeImage(n)
 	img.Parent, img.Created = parent, created
 	img.Config = &dockerspec.DockerOCIImage{

@@ -4,19 +4,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	eventtypes "github.com/moby/moby/api/types/events"
 	"path"
 	"runtime"
 	"slices"
 	"strings"
 	"time"
 
+	eventtypes "github.com/moby/moby/api/types/events"
+
 	"github.com/containerd/errdefs"
-	"github.com/hutch-engine/hutch/engine/container"
-	"github.com/hutch-engine/hutch/engine/spec"
 	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
 	containertypes "github.com/moby/moby/api/types/container"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/hutch-engine/hutch/engine/container"
+	"github.com/hutch-engine/hutch/engine/imagestore"
+	"github.com/hutch-engine/hutch/engine/spec"
 )
 
 // docker commit: the container's rootfs changes become a layer on top of
@@ -93,14 +96,14 @@ func (e *Engine) ContainerCommit(ctx context.Context, req CommitRequest) (string
 
 // commitOf describes the commit of container c with config cfg: on its
 // image, without the mount points the runtime made.
-func (e *Engine) commitOf(ctx context.Context, c *container.Container, cfg dockerspec.DockerOCIImageConfig, author, comment string) (CommitImage, error) {
+func (e *Engine) commitOf(ctx context.Context, c *container.Container, cfg dockerspec.DockerOCIImageConfig, author, comment string) (imagestore.CommitImage, error) {
 	_, base, err := e.images.ContainerImage(ctx, c.ImageID)
 	if err != nil {
-		return CommitImage{}, fmt.Errorf("the image of container %s: %w", c.ID, err)
+		return imagestore.CommitImage{}, fmt.Errorf("the image of container %s: %w", c.ID, err)
 	}
 	changes, err := e.images.RootfsChanges(ctx, c.Runtime.RootfsID)
 	if err != nil {
-		return CommitImage{}, err
+		return imagestore.CommitImage{}, err
 	}
 	img := commitImage(base, cfg, c, author, comment, time.Now().UTC())
 	img.Exclude = runtimeArtifacts(changes)
@@ -109,8 +112,8 @@ func (e *Engine) commitOf(ctx context.Context, c *container.Container, cfg docke
 
 // commitImage builds the new image's description from its source image's
 // config, the committed config and the container.
-func commitImage(base *dockerspec.DockerOCIImage, cfg dockerspec.DockerOCIImageConfig, c *container.Container, author, comment string, now time.Time) CommitImage {
-	img := CommitImage{Comment: comment, Parent: c.ImageID}
+func commitImage(base *dockerspec.DockerOCIImage, cfg dockerspec.DockerOCIImageConfig, c *container.Container, author, comment string, now time.Time) imagestore.CommitImage {
+	img := imagestore.CommitImage{Comment: comment, Parent: c.ImageID}
 	if base != nil {
 		img.Image.Image = ocispec.Image{
 			Platform: base.Platform,

@@ -11,13 +11,15 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
-	"github.com/hutch-engine/hutch/engine/container"
 	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
 	containertypes "github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/api/types/registry"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/hutch-engine/hutch/engine/container"
+	"github.com/hutch-engine/hutch/engine/imagestore"
 )
 
 func TestCommitConfig(t *testing.T) {
@@ -142,7 +144,7 @@ type commitStore struct {
 	base    *dockerspec.DockerOCIImage
 	changes []containertypes.FilesystemChange
 	rootfs  string
-	got     *CommitImage
+	got     *imagestore.CommitImage
 	pushed  []string
 }
 
@@ -157,7 +159,7 @@ func (s *commitStore) RootfsChanges(_ context.Context, rootfsID string) ([]conta
 	return s.changes, nil
 }
 
-func (s *commitStore) CommitImage(_ context.Context, rootfsID string, img CommitImage) (string, error) {
+func (s *commitStore) CommitImage(_ context.Context, rootfsID string, img imagestore.CommitImage) (string, error) {
 	s.rootfs, s.got = rootfsID, &img
 	return "sha256:new", nil
 }

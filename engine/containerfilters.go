@@ -5,9 +5,11 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/hutch-engine/hutch/engine/container"
 	containertypes "github.com/moby/moby/api/types/container"
 	eventtypes "github.com/moby/moby/api/types/events"
+
+	"github.com/hutch-engine/hutch/engine/container"
+	"github.com/hutch-engine/hutch/engine/imagestore"
 )
 
 // ancestorIDs resolves docker ps's "ancestor" filter as Docker does: the
@@ -37,7 +39,7 @@ func (e *Engine) ancestorIDs(ctx context.Context, refs []string) (map[string]boo
 
 // withDescendants adds to ids every image of imgs whose chain of parents
 // reaches one of them.
-func withDescendants(ids map[string]bool, imgs []Image) map[string]bool {
+func withDescendants(ids map[string]bool, imgs []imagestore.Image) map[string]bool {
 	for grew := true; grew; {
 		grew = false
 		for _, img := range imgs {

@@ -9,15 +9,17 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
-	"github.com/hutch-engine/hutch/engine/container"
-	"github.com/hutch-engine/hutch/engine/events"
 	containertypes "github.com/moby/moby/api/types/container"
 	eventtypes "github.com/moby/moby/api/types/events"
+
+	"github.com/hutch-engine/hutch/engine/container"
+	"github.com/hutch-engine/hutch/engine/events"
+	"github.com/hutch-engine/hutch/engine/imagestore"
 )
 
 // newListEngine is an engine with a container store and images, for the
 // rules of list and prune.
-func newListEngine(t *testing.T, imgs ...*Image) *Engine {
+func newListEngine(t *testing.T, imgs ...*imagestore.Image) *Engine {
 	t.Helper()
 	cs, err := container.NewStore(t.TempDir())
 	if err != nil {

@@ -11,14 +11,16 @@ import (
 
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
-	"github.com/hutch-engine/hutch/engine/container"
-	"github.com/hutch-engine/hutch/engine/shim"
-	"github.com/hutch-engine/hutch/engine/spec"
 	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
 	containertypes "github.com/moby/moby/api/types/container"
 	eventtypes "github.com/moby/moby/api/types/events"
 	"github.com/moby/moby/api/types/network"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/hutch-engine/hutch/engine/container"
+	"github.com/hutch-engine/hutch/engine/networking"
+	"github.com/hutch-engine/hutch/engine/shim"
+	"github.com/hutch-engine/hutch/engine/spec"
 )
 
 // CreateRequest is POST /containers/create.
@@ -442,7 +444,7 @@ func (e *Engine) removeArtifacts(ctx context.Context, c *container.Container) er
 func (e *Engine) releaseArtifacts(ctx context.Context, c *container.Container) error {
 	if e.opts.Networks != nil {
 		// Normally released when the run ended; after a crash, here.
-		if err := e.opts.Networks.Detach(ctx, c.ID, DetachOptions{Shared: e.joins.shared(c.ID)}); err != nil {
+		if err := e.opts.Networks.Detach(ctx, c.ID, networking.DetachOptions{Shared: e.joins.shared(c.ID)}); err != nil {
 			e.log.Warn("releasing the network", "container", c.ID, "err", err)
 		}
 	}

@@ -21,6 +21,8 @@ import (
 
 	"github.com/hutch-engine/hutch/engine/container"
 	"github.com/hutch-engine/hutch/engine/events"
+	"github.com/hutch-engine/hutch/engine/imagestore"
+	"github.com/hutch-engine/hutch/engine/networking"
 	"github.com/hutch-engine/hutch/engine/shim"
 	"github.com/hutch-engine/hutch/engine/volume"
 	"github.com/hutch-engine/hutch/internal/atomicfile"
@@ -54,9 +56,9 @@ type Options struct {
 	// ("" when the daemon runs without networking).
 	NetNS string
 	// Networks gives containers their network (nil: they join NetNS).
-	Networks Networks
+	Networks networking.Service
 	// Images is the image and layer store (nil: no containers can be made).
-	Images ImageStore
+	Images imagestore.Store
 	// Debug makes shims log at debug level.
 	Debug bool
 	// LogConfig is the log driver and options of containers that name
@@ -77,7 +79,7 @@ type Engine struct {
 	opts       Options
 	id         string
 	log        *slog.Logger
-	images     ImageStore
+	images     imagestore.Store
 	containers *container.Store
 	volumes    *volume.Store
 	events     *events.Log

@@ -8,10 +8,12 @@ import (
 	"slices"
 	"strings"
 
+	containertypes "github.com/moby/moby/api/types/container"
+
 	"github.com/hutch-engine/hutch/engine/container"
+	"github.com/hutch-engine/hutch/engine/networking"
 	"github.com/hutch-engine/hutch/engine/spec"
 	"github.com/hutch-engine/hutch/internal/atomicfile"
-	containertypes "github.com/moby/moby/api/types/container"
 )
 
 // slirp4netns's fixed addresses in the detached network namespace, for a
@@ -31,7 +33,7 @@ const (
 // the bundle directory is in the runtime dir (tmpfs), not beside the
 // record on the data dir, where each start made three inodes and each
 // removal freed them (ext4 pays more for both under load).
-func (e *Engine) writeEtcFiles(c *container.Container, att NetAttachment, links []string) (spec.EtcFiles, error) {
+func (e *Engine) writeEtcFiles(c *container.Container, att netAttachment, links []string) (spec.EtcFiles, error) {
 	dir := e.etcDir(c)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return spec.EtcFiles{}, err
@@ -148,7 +150,7 @@ func (e *Engine) containerDNS(hc *containertypes.HostConfig) DNSConfig {
 // containerResolvConf is the resolv.conf of a container with its own
 // network namespace and the resolver settings own (containerDNS), whose
 // network gives it d; host is the host's (hostResolvConf).
-func containerResolvConf(host string, own DNSConfig, d DNS) string {
+func containerResolvConf(host string, own DNSConfig, d networking.DNS) string {
 	switch {
 	case len(own.Servers) > 0 && !d.EmbeddedDNS:
 		// --dns replaces the resolver, except on user networks where the

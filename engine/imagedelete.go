@@ -10,10 +10,12 @@ import (
 
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
-	"github.com/hutch-engine/hutch/engine/container"
 	"github.com/moby/moby/api/types/image"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/hutch-engine/hutch/engine/container"
+	"github.com/hutch-engine/hutch/engine/imagestore"
 )
 
 // ImageRemoveRequest is DELETE /images/{name}?force=&noprune=.
@@ -134,7 +136,7 @@ func (e *Engine) ImagePrune(ctx context.Context, filters string) (image.PruneRep
 // imageDeleter carries what one removal or prune needs to know about the
 // engine: the containers of each image.
 type imageDeleter struct {
-	store     ImageStore
+	store     imagestore.Store
 	users     map[string][]*container.Container
 	reclaimed int64
 }
@@ -277,7 +279,7 @@ func (d *imageDeleter) untag(ctx context.Context, id string, ref reference.Named
 	return nil
 }
 
-func (d *imageDeleter) untagAll(ctx context.Context, img *Image, recs *[]image.DeleteResponse) error {
+func (d *imageDeleter) untagAll(ctx context.Context, img *imagestore.Image, recs *[]image.DeleteResponse) error {
 	for _, r := range parseRefs(img.Refs) {
 		if err := d.untag(ctx, img.ID, r, recs); err != nil {
 			return err
@@ -318,7 +320,7 @@ func (c *imageConflict) Error() string {
 
 func (c *imageConflict) Unwrap() error { return errdefs.ErrConflict }
 
-func (d *imageDeleter) conflict(ctx context.Context, img *Image, mask conflictKind) *imageConflict {
+func (d *imageDeleter) conflict(ctx context.Context, img *imagestore.Image, mask conflictKind) *imageConflict {
 	if mask&conflictDependentChild != 0 {
 		if imgs, err := d.store.ListImages(ctx); err == nil && childrenOf(imgs)[img.ID] {
 			return &imageConflict{id: img.ID, hard: true, child: true, msg: "image has dependent child images"}
@@ -413,7 +415,7 @@ type chainLayer struct {
 
 // chainIDs maps the store's layer IDs of an image to Docker's chain IDs
 // (what `docker rmi` prints as deleted layers) and sizes.
-func chainIDs(layers []ImageLayer) map[string]chainLayer {
+func chainIDs(layers []imagestore.Layer) map[string]chainLayer {
 	m := map[string]chainLayer{}
 	var chain digest.Digest
 	for _, l := range layers {

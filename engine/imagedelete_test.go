@@ -10,22 +10,24 @@ import (
 
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
-	"github.com/hutch-engine/hutch/engine/container"
 	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
 	"github.com/moby/moby/api/types/image"
 	"github.com/opencontainers/go-digest"
+
+	"github.com/hutch-engine/hutch/engine/container"
+	"github.com/hutch-engine/hutch/engine/imagestore"
 )
 
 // fakeImages is an in-memory ImageStore for the image service's rules.
 // Methods the tests do not need panic through the nil embedded interface.
 type fakeImages struct {
-	ImageStore
-	imgs  map[string]*Image // by ID
-	inUse map[string]bool   // IDs a rootfs uses: DeleteImage refuses them
+	imagestore.Store
+	imgs  map[string]*imagestore.Image // by ID
+	inUse map[string]bool              // IDs a rootfs uses: DeleteImage refuses them
 }
 
-func newFakeImages(imgs ...*Image) *fakeImages {
-	f := &fakeImages{imgs: map[string]*Image{}, inUse: map[string]bool{}}
+func newFakeImages(imgs ...*imagestore.Image) *fakeImages {
+	f := &fakeImages{imgs: map[string]*imagestore.Image{}, inUse: map[string]bool{}}
 	for _, img := range imgs {
 		f.imgs[img.ID] = img
 	}
@@ -33,25 +35,25 @@ func newFakeImages(imgs ...*Image) *fakeImages {
 }
 
 // fakeImage makes an image with one layer of its own and refs.
-func fakeImage(n int, refs ...string) *Image {
+func fakeImage(n int, refs ...string) *imagestore.Image {
 	d := digest.FromString(fmt.Sprint("layer", n))
-	return &Image{
+	return &imagestore.Image{
 		ID:     digest.FromString(fmt.Sprint("config", n)).String(),
 		Refs:   refs,
-		Layers: []ImageLayer{{ID: "L" + d.Encoded(), DiffID: d, Size: 100}},
+		Layers: []imagestore.Layer{{ID: "L" + d.Encoded(), DiffID: d, Size: 100}},
 	}
 }
 
-func (f *fakeImages) ListImages(context.Context) ([]Image, error) {
-	var out []Image
+func (f *fakeImages) ListImages(context.Context) ([]imagestore.Image, error) {
+	var out []imagestore.Image
 	for _, img := range f.imgs {
 		out = append(out, *img)
 	}
-	slices.SortFunc(out, func(a, b Image) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b imagestore.Image) int { return strings.Compare(a.ID, b.ID) })
 	return out, nil
 }
 
-func (f *fakeImages) LookupImage(_ context.Context, ref string) (*Image, error) {
+func (f *fakeImages) LookupImage(_ context.Context, ref string) (*imagestore.Image, error) {
 	if img, ok := f.imgs[ref]; ok {
 		c := *img
 		return &c, nil
@@ -215,7 +217,7 @@ func TestImagePruneRules(t *testing.T) {
 	labeled := fakeImage(5)
 	labeled.Config = &dockerspec.DockerOCIImage{}
 	labeled.Config.Config.Labels = map[string]string{"keep": "no"}
-	all := []*Image{dangling, digestOnly, tagged, used, labeled}
+	all := []*imagestore.Image{dangling, digestOnly, tagged, used, labeled}
 	tests := []struct {
 		name    string
 		filters string
@@ -229,7 +231,7 @@ func TestImagePruneRules(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var copies []*Image
+			var copies []*imagestore.Image
 			for _, img := range all {
 				c := *img
 				c.Refs = slices.Clone(img.Refs)
@@ -251,7 +253,7 @@ func TestImagePruneRules(t *testing.T) {
 			}
 			var deleted []string
 			for _, r := range rep.ImagesDeleted {
-				if slices.ContainsFunc(all, func(i *Image) bool { return i.ID == r.Deleted }) {
+				if slices.ContainsFunc(all, func(i *imagestore.Image) bool { return i.ID == r.Deleted }) {
 					deleted = append(deleted, r.Deleted)
 				}
 			}
@@ -299,7 +301,7 @@ func TestIsSingleReference(t *testing.T) {
 
 func TestChainIDs(t *testing.T) {
 	a, b := digest.FromString("a"), digest.FromString("b")
-	m := chainIDs([]ImageLayer{{ID: "1", DiffID: a, Size: 1}, {ID: "2", DiffID: b, Size: 2}})
+	m := chainIDs([]imagestore.Layer{{ID: "1", DiffID: a, Size: 1}, {ID: "2", DiffID: b, Size: 2}})
 	// Docker's layer.CreateChainID: sha256 of "<parent chain> <diff id>".
 	if m["1"].chainID != a || m["2"].chainID != digest.FromString(a.String()+" "+b.String()) || m["2"].size != 2 {
 		t.Errorf("chainIDs = %+v", m)

@@ -14,12 +14,14 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/containerd/platforms"
 	"github.com/distribution/reference"
-	"github.com/hutch-engine/hutch/engine/build/buildctx"
 	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
 	eventtypes "github.com/moby/moby/api/types/events"
 	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/moby/moby/api/types/registry"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/hutch-engine/hutch/engine/build/buildctx"
+	"github.com/hutch-engine/hutch/engine/imagestore"
 )
 
 // ImportRequest is POST /images/create?fromSrc=… (docker import).
@@ -68,7 +70,7 @@ func (e *Engine) ImageImport(ctx context.Context, req ImportRequest, body io.Rea
 		src = rc
 	}
 	created := time.Now().UTC()
-	ic := ImportConfig{Comment: msg, Image: dockerspec.DockerOCIImage{
+	ic := imagestore.ImportConfig{Comment: msg, Image: dockerspec.DockerOCIImage{
 		Image: ocispec.Image{
 			Created:  &created,
 			Platform: platform,
@@ -158,7 +160,7 @@ func (e *Engine) ImageLoad(ctx context.Context, archive io.Reader, req LoadReque
 	if err != nil {
 		return err
 	}
-	var opts LoadOptions
+	var opts imagestore.LoadOptions
 	if platform != nil {
 		opts.Match = func(p ocispec.Platform) bool { return platformMatches(*platform, p) }
 	}
@@ -211,19 +213,19 @@ func (e *Engine) ImageSave(ctx context.Context, names []string, platform *ocispe
 	if len(names) == 0 {
 		return errdefs.ErrInvalidArgument.WithMessage("no image name given")
 	}
-	var items []SaveImage
+	var items []imagestore.SaveImage
 	add := func(id, name string) {
-		i := slices.IndexFunc(items, func(s SaveImage) bool { return s.ID == id })
+		i := slices.IndexFunc(items, func(s imagestore.SaveImage) bool { return s.ID == id })
 		if i < 0 {
-			items = append(items, SaveImage{ID: id})
+			items = append(items, imagestore.SaveImage{ID: id})
 			i = len(items) - 1
 		}
 		if name != "" && !slices.Contains(items[i].Names, name) {
 			items[i].Names = append(items[i].Names, name)
 		}
 	}
-	var all []Image
-	byID := map[string]*Image{}
+	var all []imagestore.Image
+	byID := map[string]*imagestore.Image{}
 	for _, name := range names {
 		named, perr := reference.ParseNormalizedNamed(name)
 		if perr == nil && reference.IsNameOnly(named) && reference.FamiliarName(named) != "sha256" {

@@ -7,6 +7,8 @@ import (
 	"github.com/containerd/platforms"
 	"github.com/distribution/reference"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/hutch-engine/hutch/engine/imagestore"
 )
 
 // The store holds one platform of an image. A request that names a
@@ -14,7 +16,7 @@ import (
 // that platform, as Docker's single-platform image store answers.
 
 // imagePlatform is img's platform as its config states it.
-func imagePlatform(img *Image) ocispec.Platform {
+func imagePlatform(img *imagestore.Image) ocispec.Platform {
 	if img.Config == nil {
 		return ocispec.Platform{}
 	}
@@ -38,7 +40,7 @@ func platformMatches(want, got ocispec.Platform) bool {
 
 // checkPlatform refuses img, found by ref, when it is not of platform want
 // (nil: any), with Docker's message.
-func checkPlatform(img *Image, ref string, want *ocispec.Platform) error {
+func checkPlatform(img *imagestore.Image, ref string, want *ocispec.Platform) error {
 	if want == nil {
 		return nil
 	}

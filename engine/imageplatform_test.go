@@ -6,20 +6,22 @@ import (
 	"github.com/containerd/errdefs"
 	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/hutch-engine/hutch/engine/imagestore"
 )
 
 func TestCheckPlatform(t *testing.T) {
-	img := func(os, arch, variant string) *Image {
+	img := func(os, arch, variant string) *imagestore.Image {
 		cfg := &dockerspec.DockerOCIImage{}
 		cfg.OS, cfg.Architecture, cfg.Variant = os, arch, variant
-		return &Image{Config: cfg}
+		return &imagestore.Image{Config: cfg}
 	}
 	p := func(os, arch, variant string) *ocispec.Platform {
 		return &ocispec.Platform{OS: os, Architecture: arch, Variant: variant}
 	}
 	tests := []struct {
 		name string
-		img  *Image
+		img  *imagestore.Image
 		ref  string
 		want *ocispec.Platform
 		msg  string // "" when it matches

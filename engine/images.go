@@ -2,16 +2,16 @@ package engine
 
 import (
 	"context"
-	eventtypes "github.com/moby/moby/api/types/events"
 	"path"
 	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	eventtypes "github.com/moby/moby/api/types/events"
+
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
-	"github.com/hutch-engine/hutch/engine/container"
 	containertypes "github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/image"
 	"github.com/moby/moby/api/types/jsonstream"
@@ -19,6 +19,9 @@ import (
 	"github.com/moby/moby/api/types/storage"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/hutch-engine/hutch/engine/container"
+	"github.com/hutch-engine/hutch/engine/imagestore"
 )
 
 // PullRequest is POST /images/create?fromImage=…
@@ -46,7 +49,7 @@ func (e *Engine) ImagePull(ctx context.Context, req PullRequest, progress func(j
 	return nil
 }
 
-func (e *Engine) imageStore() (ImageStore, error) {
+func (e *Engine) imageStore() (imagestore.Store, error) {
 	if e.images == nil {
 		return nil, errdefs.ErrUnavailable.WithMessage("no image store")
 	}
@@ -149,7 +152,7 @@ func (e *Engine) ImageList(ctx context.Context, req ImageListRequest) ([]image.S
 }
 
 // createdBounds resolves the before, since and until filters of a list.
-func (e *Engine) createdBounds(ctx context.Context, store ImageStore, f container.Filters) (before, since time.Time, err error) {
+func (e *Engine) createdBounds(ctx context.Context, store imagestore.Store, f container.Filters) (before, since time.Time, err error) {
 	for _, ref := range sortedValues(f, "before") {
 		img, err := store.LookupImage(ctx, ref)
 		if err != nil {
@@ -233,7 +236,7 @@ func matchReference(patterns []string, named reference.Named) (bool, error) {
 }
 
 // childrenOf returns the IDs of images another image was committed from.
-func childrenOf(imgs []Image) map[string]bool {
+func childrenOf(imgs []imagestore.Image) map[string]bool {
 	m := map[string]bool{}
 	for _, img := range imgs {
 		if img.Parent != "" {
@@ -245,14 +248,14 @@ func childrenOf(imgs []Image) map[string]bool {
 
 // setSharedSizes fills SharedSize: the size of the layers an image shares
 // with any other image.
-func setSharedSizes(imgs []Image, out []image.Summary) {
+func setSharedSizes(imgs []imagestore.Image, out []image.Summary) {
 	users := map[string]int{}
 	for _, img := range imgs {
 		for _, l := range img.Layers {
 			users[l.ID]++
 		}
 	}
-	byID := map[string]*Image{}
+	byID := map[string]*imagestore.Image{}
 	for i := range imgs {
 		byID[imgs[i].ID] = &imgs[i]
 	}

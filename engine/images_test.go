@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
-	"github.com/hutch-engine/hutch/engine/container"
 	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/hutch-engine/hutch/engine/container"
+	"github.com/hutch-engine/hutch/engine/imagestore"
 )
 
 func (f *fakeImages) Driver() string { return "overlay" }
@@ -26,7 +28,7 @@ func (f *fakeImages) TagImage(_ context.Context, id, name string) error {
 
 // listEngine is an Engine over fake images, with a container made from
 // the image used.
-func listEngine(t *testing.T, used string, imgs ...*Image) *Engine {
+func listEngine(t *testing.T, used string, imgs ...*imagestore.Image) *Engine {
 	t.Helper()
 	cs, err := container.NewStore(t.TempDir())
 	if err != nil {
@@ -52,7 +54,7 @@ func TestImageList(t *testing.T) {
 	parent.Created = day(3)
 	child := fakeImage(4, otherTag)
 	child.Created, child.Parent = day(4), parent.ID
-	ids := func(all ...*Image) []string {
+	ids := func(all ...*imagestore.Image) []string {
 		var out []string
 		for _, img := range all {
 			out = append(out, img.ID)

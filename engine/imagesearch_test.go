@@ -8,11 +8,13 @@ import (
 
 	"github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/registry"
+
+	"github.com/hutch-engine/hutch/engine/imagestore"
 )
 
 // searchStore answers SearchRegistry with a fixed list and counts calls.
 type searchStore struct {
-	ImageStore
+	imagestore.Store
 	calls int
 }
 

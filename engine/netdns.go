@@ -10,8 +10,10 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/hutch-engine/hutch/engine/container"
 	"github.com/moby/moby/api/types/network"
+
+	"github.com/hutch-engine/hutch/engine/container"
+	"github.com/hutch-engine/hutch/engine/networking"
 )
 
 // A running container connected to a user network gets that network's
@@ -88,7 +90,7 @@ func (e *Engine) reEtc(ctx context.Context, c *container.Container, change func(
 
 // reResolvConf rewrites the resolv.conf of targets from what DNS before
 // made of c's to what after makes.
-func (e *Engine) reResolvConf(c *container.Container, targets []*container.Container, before, after DNS) {
+func (e *Engine) reResolvConf(c *container.Container, targets []*container.Container, before, after networking.DNS) {
 	host := hostResolvConf()
 	own := e.containerDNS(c.HostConfig)
 	old, cur := containerResolvConf(host, own, before), containerResolvConf(host, own, after)
@@ -105,7 +107,7 @@ func (e *Engine) reResolvConf(c *container.Container, targets []*container.Conta
 	}
 }
 
-func sameDNS(a, b DNS) bool {
+func sameDNS(a, b networking.DNS) bool {
 	return a.EmbeddedDNS == b.EmbeddedDNS && slices.Equal(a.Nameservers, b.Nameservers) && slices.Equal(a.DNSOptions, b.DNSOptions)
 }
 

@@ -8,9 +8,11 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/hutch-engine/hutch/engine/container"
 	containertypes "github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
+
+	"github.com/hutch-engine/hutch/engine/container"
+	"github.com/hutch-engine/hutch/engine/networking"
 )
 
 // A connect rewrites the file the container's bind mount holds (the same
@@ -49,16 +51,16 @@ func TestRewriteIfSame(t *testing.T) {
 
 func TestContainerResolvConf(t *testing.T) {
 	const host = "nameserver 192.0.2.1\nsearch corp\n"
-	bridge := DNS{Nameservers: []string{"10.0.2.3"}}
-	embedded := DNS{Nameservers: []string{"172.18.0.1"}, DNSOptions: []string{"ndots:0"}, EmbeddedDNS: true}
+	bridge := networking.DNS{Nameservers: []string{"10.0.2.3"}}
+	embedded := networking.DNS{Nameservers: []string{"172.18.0.1"}, DNSOptions: []string{"ndots:0"}, EmbeddedDNS: true}
 	withDNS := &containertypes.HostConfig{DNS: []netip.Addr{netip.MustParseAddr("9.9.9.9")}, DNSSearch: []string{"example.org"}, DNSOptions: []string{"timeout:2"}}
 	for _, tc := range []struct {
 		name string
 		hc   *containertypes.HostConfig
-		d    DNS
+		d    networking.DNS
 		want string
 	}{
-		{"no network resolver", &containertypes.HostConfig{}, DNS{}, host},
+		{"no network resolver", &containertypes.HostConfig{}, networking.DNS{}, host},
 		{"bridge", &containertypes.HostConfig{}, bridge, "nameserver 10.0.2.3\n"},
 		{"bridge with --dns", withDNS, bridge, "nameserver 9.9.9.9\nsearch example.org\noptions timeout:2\n"},
 		{"user network", &containertypes.HostConfig{}, embedded, "nameserver 172.18.0.1\noptions ndots:0\n"},
@@ -97,7 +99,7 @@ func TestContainerDNSDefaults(t *testing.T) {
 			}
 		})
 	}
-	if got := containerResolvConf("", e.containerDNS(&containertypes.HostConfig{}), DNS{Nameservers: []string{"10.0.2.3"}}); got != "nameserver 192.0.2.53\nsearch corp\noptions ndots:2\n" {
+	if got := containerResolvConf("", e.containerDNS(&containertypes.HostConfig{}), networking.DNS{Nameservers: []string{"10.0.2.3"}}); got != "nameserver 192.0.2.53\nsearch corp\noptions ndots:2\n" {
 		t.Errorf("default bridge with the daemon's dns: %q", got)
 	}
 }

@@ -12,97 +12,18 @@ import (
 	eventtypes "github.com/moby/moby/api/types/events"
 
 	"github.com/containerd/errdefs"
-	"github.com/hutch-engine/hutch/engine/container"
 	containertypes "github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/network"
+
+	"github.com/hutch-engine/hutch/engine/container"
+	"github.com/hutch-engine/hutch/engine/networking"
 )
 
-// Networks gives containers their network: the engine calls it around a
-// container's run and for the network endpoints of the API. How networks
-// are made (namespaces, bridges, NAT, forwarded ports) is its business.
-// Errors are classed with errdefs: an unknown network is ErrNotFound, a
-// request that cannot be honoured ErrInvalidArgument, a network in use
-// ErrPermissionDenied (Docker's 403).
-type Networks interface {
-	// Configure validates the network part of a create request (network
-	// mode, endpoint configs, published ports) and returns the settings to
-	// record: the endpoint configuration, no addresses yet. It may
-	// normalise hc.NetworkMode ("" and "default" are "bridge").
-	Configure(ctx context.Context, c *container.Container, nc *network.NetworkingConfig) (*containertypes.NetworkSettings, error)
-	// Attach gives c its network before it starts. On error nothing is
-	// left behind.
-	Attach(ctx context.Context, c *container.Container) (NetAttachment, error)
-	// Detach releases what Attach and Connect made for a container: its
-	// namespace, addresses and published ports. It may be called more
-	// than once, and for a container that never ran.
-	Detach(ctx context.Context, id string, opts DetachOptions) error
-	// Connect adds c to a network: plugged in at once when c runs, else
-	// at its next start. It returns the network's name and the endpoint
-	// settings to record under it.
-	Connect(ctx context.Context, c *container.Container, ref string, cfg *network.EndpointSettings) (string, *network.EndpointSettings, error)
-	// Disconnect removes c from a network and returns the network's name.
-	Disconnect(ctx context.Context, c *container.Container, ref string, force bool) (string, error)
-	// DNS is the resolver of running container id's networks as they are
-	// now (Connect and Disconnect change it); ok is false when id has no
-	// network namespace of its own running.
-	DNS(ctx context.Context, id string) (dns DNS, ok bool)
-	// Restore runs once when the engine starts: the running containers
-	// keep their addresses, everything else a previous daemon left (network
-	// namespaces, veths) is removed. It returns the running containers
-	// whose network namespace did not outlive that daemon.
-	Restore(ctx context.Context, running []*container.Container) (lost []string, err error)
-
-	NetworkCreate(ctx context.Context, req network.CreateRequest) (network.CreateResponse, error)
-	NetworkInspect(ctx context.Context, ref string) (network.Inspect, error)
-	NetworkList(ctx context.Context, filters string) ([]network.Summary, error)
-	NetworkRemove(ctx context.Context, ref string) error
-	NetworkPrune(ctx context.Context, filters string) (network.PruneReport, error)
-}
-
-// DNS is the resolver a container's network gives it: what its
-// resolv.conf names.
-type DNS struct {
-	// Nameservers and DNSOptions make resolv.conf; no Nameservers is the
-	// host's resolv.conf without loopback servers.
-	Nameservers []string
-	DNSOptions  []string
-	// EmbeddedDNS: the nameserver is hutch's, which answers the names of
-	// containers; --dns then does not replace it in resolv.conf.
-	EmbeddedDNS bool
-}
-
-// DetachOptions say which network Detach releases and how.
-type DetachOptions struct {
-	// SandboxID (NetworkSettings.SandboxID of the run that ended) limits
-	// the release to that run's network: a restarted container may have a
-	// new one by the time the old run is cleaned up. "" releases whatever
-	// there is.
-	SandboxID string
-	// Shared says that other running containers joined the namespace
-	// (--network container:<id>): its interfaces must be taken out of it,
-	// since it lives on. Otherwise the namespace dies with its last
-	// process and its interfaces go with it.
-	Shared bool
-}
-
-// NetAttachment is what a container's start needs from its network.
-type NetAttachment struct {
-	// NetNSPath is the network namespace to join; "" is a new one with
-	// loopback only (or the host's with --network host).
-	NetNSPath string
-	// Settings are recorded as the container's NetworkSettings.
-	Settings *containertypes.NetworkSettings
-	// Addrs are the container's addresses, those of each network in
-	// attach order (its primary network's first), IPv4 then IPv6:
-	// /etc/hosts maps the hostname to each, as Docker has a line for each
-	// address of each endpoint.
-	Addrs []netip.Addr
-	// DNS makes resolv.conf.
-	DNS
-	// HostGateway is the address of the host (host-gateway,
-	// host.docker.internal); "" when containers cannot reach it.
-	HostGateway string
-
+// netAttachment is what a container's start needs from its network: the
+// network service's attachment, or the engine's own for --network
+// container:<id>.
+type netAttachment struct {
+	networking.Attachment
 	// shareFrom is, with --network container:<id>, that container's
 	// /etc files' directory: its hosts and resolv.conf are used.
 	shareFrom string
@@ -113,7 +34,7 @@ type NetAttachment struct {
 
 // attachNetwork gives c its network before the start and records the
 // settings. The caller detaches on a later failure.
-func (e *Engine) attachNetwork(ctx context.Context, c *container.Container) (NetAttachment, error) {
+func (e *Engine) attachNetwork(ctx context.Context, c *container.Container) (netAttachment, error) {
 	mode := c.HostConfig.NetworkMode
 	if mode.IsContainer() {
 		return e.joinContainerNetwork(ctx, c)
@@ -123,53 +44,53 @@ func (e *Engine) attachNetwork(ctx context.Context, c *container.Container) (Net
 	}
 	att, err := e.opts.Networks.Attach(ctx, c)
 	if err != nil {
-		return NetAttachment{}, err
+		return netAttachment{}, err
 	}
 	if err := e.containers.Update(ctx, c.ID, func(r *container.Container) error {
 		r.NetworkSettings = mergeSettings(r.NetworkSettings, att.Settings)
 		return nil
 	}); err != nil {
-		e.opts.Networks.Detach(context.WithoutCancel(ctx), c.ID, DetachOptions{SandboxID: att.Settings.SandboxID})
-		return NetAttachment{}, err
+		e.opts.Networks.Detach(context.WithoutCancel(ctx), c.ID, networking.DetachOptions{SandboxID: att.Settings.SandboxID})
+		return netAttachment{}, err
 	}
-	return att, nil
+	return netAttachment{Attachment: att}, nil
 }
 
 // legacyAttachment is the network without a Networks implementation:
 // containers join the daemon's NetNS, as slirp4netns's guest.
-func (e *Engine) legacyAttachment(mode containertypes.NetworkMode) NetAttachment {
+func (e *Engine) legacyAttachment(mode containertypes.NetworkMode) netAttachment {
 	if mode.IsHost() || mode.IsNone() || e.opts.NetNS == "" {
-		return NetAttachment{}
+		return netAttachment{}
 	}
-	return NetAttachment{
+	return netAttachment{Attachment: networking.Attachment{
 		NetNSPath:   e.opts.NetNS,
 		Addrs:       []netip.Addr{netip.MustParseAddr(slirpGuestIP)},
-		DNS:         DNS{Nameservers: []string{slirpDNS}},
+		DNS:         networking.DNS{Nameservers: []string{slirpDNS}},
 		HostGateway: slirpHost,
-	}
+	}}
 }
 
 // joinContainerNetwork is --network container:<ref>: the other container
 // must run; c shares its namespace, its hosts, resolv.conf and hostname.
-func (e *Engine) joinContainerNetwork(ctx context.Context, c *container.Container) (NetAttachment, error) {
+func (e *Engine) joinContainerNetwork(ctx context.Context, c *container.Container) (netAttachment, error) {
 	other, err := e.containers.Get(ctx, c.HostConfig.NetworkMode.ConnectedContainer())
 	if err != nil {
-		return NetAttachment{}, err
+		return netAttachment{}, err
 	}
 	if other.ID == c.ID {
-		return NetAttachment{}, errdefs.ErrInvalidArgument.WithMessage("cannot join own network namespace")
+		return netAttachment{}, errdefs.ErrInvalidArgument.WithMessage("cannot join own network namespace")
 	}
 	if !other.State.Running() {
-		return NetAttachment{}, errdefs.ErrConflict.WithMessage(fmt.Sprintf("cannot join network namespace of a non running container: %s", other.ID))
+		return netAttachment{}, errdefs.ErrConflict.WithMessage(fmt.Sprintf("cannot join network namespace of a non running container: %s", other.ID))
 	}
 	if other.HostConfig != nil && other.HostConfig.NetworkMode.IsHost() {
-		return NetAttachment{}, errdefs.ErrNotImplemented.WithMessage("joining the network of a container that uses the host's network is not supported: use --network host")
+		return netAttachment{}, errdefs.ErrNotImplemented.WithMessage("joining the network of a container that uses the host's network is not supported: use --network host")
 	}
 	path := fmt.Sprintf("/proc/%d/ns/net", other.State.Pid)
 	if ns := other.NetworkSettings; ns != nil && ns.SandboxKey != "" {
 		path = ns.SandboxKey
 	}
-	return NetAttachment{NetNSPath: path, shareFrom: e.etcDir(other), joined: other.ID, hostname: other.Config.Hostname}, nil
+	return netAttachment{Attachment: networking.Attachment{NetNSPath: path}, shareFrom: e.etcDir(other), joined: other.ID, hostname: other.Config.Hostname}, nil
 }
 
 // detachNetwork releases the network of a container's run (sandboxID, or
@@ -197,7 +118,7 @@ func (e *Engine) releaseNetwork(ctx context.Context, id, sandboxID string) {
 	if e.opts.Networks == nil {
 		return
 	}
-	opts := DetachOptions{SandboxID: sandboxID, Shared: e.joins.shared(id)}
+	opts := networking.DetachOptions{SandboxID: sandboxID, Shared: e.joins.shared(id)}
 	if err := e.opts.Networks.Detach(ctx, id, opts); err != nil {
 		e.log.Warn("releasing the network", "container", id, "err", err)
 	}
@@ -286,7 +207,7 @@ func (e *Engine) restoreNetworks(ctx context.Context) (lost []string, err error)
 	return e.opts.Networks.Restore(ctx, running)
 }
 
-func (e *Engine) networks() (Networks, error) {
+func (e *Engine) networks() (networking.Service, error) {
 	if e.opts.Networks == nil {
 		return nil, errdefs.ErrNotImplemented.WithMessage("networks are not available in this daemon")
 	}
@@ -472,7 +393,7 @@ func (e *Engine) NetworkDisconnect(ctx context.Context, ref string, req network.
 
 // sharedEtc returns, for --network container:<id>, the other container's
 // hosts and resolv.conf files.
-func (a NetAttachment) sharedEtc() (hosts, resolv string, ok bool) {
+func (a netAttachment) sharedEtc() (hosts, resolv string, ok bool) {
 	if a.shareFrom == "" {
 		return "", "", false
 	}

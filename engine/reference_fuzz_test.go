@@ -10,9 +10,11 @@ import (
 
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
-	"github.com/hutch-engine/hutch/engine/container"
 	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/moby/moby/api/types/registry"
+
+	"github.com/hutch-engine/hutch/engine/container"
+	"github.com/hutch-engine/hutch/engine/imagestore"
 )
 
 // nameStore records every name the engine hands the image store.
@@ -36,7 +38,7 @@ func (s *nameStore) PushImage(_ context.Context, _, name string, _ registry.Auth
 	return nil
 }
 
-func (s *nameStore) SaveImages(_ context.Context, images []SaveImage, _ io.Writer) error {
+func (s *nameStore) SaveImages(_ context.Context, images []imagestore.SaveImage, _ io.Writer) error {
 	for _, img := range images {
 		s.saved = append(s.saved, img.Names...)
 	}

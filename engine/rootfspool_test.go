@@ -7,12 +7,14 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hutch-engine/hutch/engine/imagestore"
 )
 
 // fakeRootfs is the rootfs half of an ImageStore whose calls can be held
 // (a channel per layer ID) and are counted.
 type fakeRootfs struct {
-	ImageStore
+	imagestore.Store
 	mu      sync.Mutex
 	n       int
 	created []string

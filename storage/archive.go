@@ -11,11 +11,12 @@ import (
 	"syscall"
 
 	"github.com/containerd/errdefs"
-	"github.com/hutch-engine/hutch/engine"
 	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/opencontainers/go-digest"
 	"go.podman.io/image/v5/docker/archive"
 	"go.podman.io/image/v5/types"
+
+	"github.com/hutch-engine/hutch/engine/imagestore"
 )
 
 // `docker load` goes through containers/image's docker-archive transport,
@@ -25,7 +26,7 @@ import (
 // LoadImages stores the images of a docker-archive read from r. The archive
 // is spooled to a file first: the format needs random access. An archive
 // the transport cannot read is errdefs.ErrInvalidArgument.
-func (s *Store) LoadImages(ctx context.Context, r io.Reader, opts engine.LoadOptions) ([]engine.LoadedImage, error) {
+func (s *Store) LoadImages(ctx context.Context, r io.Reader, opts imagestore.LoadOptions) ([]imagestore.LoadedImage, error) {
 	f, err := os.CreateTemp(s.tmpDir, "load-")
 	if err != nil {
 		return nil, fmt.Errorf("storage: %w", err)
@@ -51,7 +52,7 @@ func (s *Store) LoadImages(ctx context.Context, r io.Reader, opts engine.LoadOpt
 	if err != nil {
 		return nil, invalidArchive(err)
 	}
-	var out []engine.LoadedImage
+	var out []imagestore.LoadedImage
 	for _, refs := range list {
 		li, err := s.loadOne(ctx, sys, refs, opts)
 		if err != nil {
@@ -108,29 +109,29 @@ func invalidArchive(err error) error {
 // loadOne copies one image of the archive (refs are its tags, or one
 // untagged reference) and gives it its names. An image opts.Match leaves
 // out is not copied: its LoadedImage is the zero value.
-func (s *Store) loadOne(ctx context.Context, sys *types.SystemContext, refs []types.ImageReference, opts engine.LoadOptions) (engine.LoadedImage, error) {
+func (s *Store) loadOne(ctx context.Context, sys *types.SystemContext, refs []types.ImageReference, opts imagestore.LoadOptions) (imagestore.LoadedImage, error) {
 	src, err := refs[0].NewImage(ctx, sys)
 	if err != nil {
-		return engine.LoadedImage{}, invalidArchive(err)
+		return imagestore.LoadedImage{}, invalidArchive(err)
 	}
 	cfg := src.ConfigInfo().Digest
 	oci, err := src.OCIConfig(ctx)
 	src.Close()
 	if err != nil {
-		return engine.LoadedImage{}, invalidArchive(err)
+		return imagestore.LoadedImage{}, invalidArchive(err)
 	}
 	if cfg.Validate() != nil {
-		return engine.LoadedImage{}, invalidArchive(fmt.Errorf("image without a valid config digest"))
+		return imagestore.LoadedImage{}, invalidArchive(fmt.Errorf("image without a valid config digest"))
 	}
 	if opts.Match != nil && !opts.Match(oci.Platform) {
-		return engine.LoadedImage{}, nil
+		return imagestore.LoadedImage{}, nil
 	}
 	id := cfg.Encoded()
-	li := engine.LoadedImage{ID: "sha256:" + id, Replaced: map[string]string{}}
+	li := imagestore.LoadedImage{ID: "sha256:" + id, Replaced: map[string]string{}}
 	for _, ref := range refs {
 		if named := ref.DockerReference(); named != nil {
 			if _, err := imageName("load", named.String()); err != nil {
-				return engine.LoadedImage{}, invalidArchive(err)
+				return imagestore.LoadedImage{}, invalidArchive(err)
 			}
 			li.Names = append(li.Names, named.String())
 		}
@@ -140,7 +141,7 @@ func (s *Store) loadOne(ctx context.Context, sys *types.SystemContext, refs []ty
 		report = loadingLayer(oci.RootFS.DiffIDs, opts.Progress)
 	}
 	if err := s.copyIntoReporting(ctx, sys, refs[0], nil, id, nil, report); err != nil {
-		return engine.LoadedImage{}, fmt.Errorf("loading image %s: %w", cfg, archiveContentError(err))
+		return imagestore.LoadedImage{}, fmt.Errorf("loading image %s: %w", cfg, archiveContentError(err))
 	}
 	for _, n := range li.Names {
 		if other, err := s.cs.Image(n); err == nil && other.ID != id {

@@ -10,7 +10,8 @@ import (
 	"testing"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/hutch-engine/hutch/engine"
+
+	"github.com/hutch-engine/hutch/engine/imagestore"
 	"github.com/hutch-engine/hutch/storage/testimage"
 )
 
@@ -94,7 +95,7 @@ func BenchmarkImport(b *testing.B) {
 		b.StopTimer()
 		s := newStore(b, "")
 		b.StartTimer()
-		if _, err := s.ImportImage(context.Background(), bytes.NewReader(rootfs), engine.ImportConfig{}, "docker.io/library/imported:1"); err != nil {
+		if _, err := s.ImportImage(context.Background(), bytes.NewReader(rootfs), imagestore.ImportConfig{}, "docker.io/library/imported:1"); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -118,7 +119,7 @@ func BenchmarkSaveLoad(b *testing.B) {
 	b.Run("save", func(b *testing.B) {
 		for b.Loop() {
 			archive.Reset()
-			if err := src.SaveImages(context.Background(), []engine.SaveImage{{ID: pulled.ID, Names: []string{ref}}}, &archive); err != nil {
+			if err := src.SaveImages(context.Background(), []imagestore.SaveImage{{ID: pulled.ID, Names: []string{ref}}}, &archive); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -128,7 +129,7 @@ func BenchmarkSaveLoad(b *testing.B) {
 			b.StopTimer()
 			s := newStore(b, "")
 			b.StartTimer()
-			if _, err := s.LoadImages(context.Background(), bytes.NewReader(archive.Bytes()), engine.LoadOptions{}); err != nil {
+			if _, err := s.LoadImages(context.Background(), bytes.NewReader(archive.Bytes()), imagestore.LoadOptions{}); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/distribution/reference"
-	"github.com/hutch-engine/hutch/engine"
 	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
 	containertypes "github.com/moby/moby/api/types/container"
 	"github.com/opencontainers/go-digest"
@@ -22,6 +21,8 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	cstorage "go.podman.io/storage"
 	"go.podman.io/storage/pkg/archive"
+
+	"github.com/hutch-engine/hutch/engine/imagestore"
 )
 
 // docker commit and docker diff. A commit takes the road of import: the
@@ -60,7 +61,7 @@ func (s *Store) RootfsChanges(ctx context.Context, rootfsID string) ([]container
 // CommitImage stores the changes of rootfs rootfsID as a new image (see
 // engine.ImageStore). An unknown rootfs is errdefs.ErrNotFound, a bad name
 // errdefs.ErrInvalidArgument.
-func (s *Store) CommitImage(ctx context.Context, rootfsID string, req engine.CommitImage) (string, error) {
+func (s *Store) CommitImage(ctx context.Context, rootfsID string, req imagestore.CommitImage) (string, error) {
 	var named reference.Named
 	if req.Name != "" {
 		n, err := imageName("commit", req.Name)
@@ -237,7 +238,7 @@ func (s *Store) putLayerOn(h *hookedStore, parent string, diff diffLayer) error 
 
 // commitConfig is the new image's config blob: req.Image with the rootfs of
 // chain plus the diff, and the new history entry.
-func commitConfig(req engine.CommitImage, chain []chainLayer, diff diffLayer) ([]byte, error) {
+func commitConfig(req imagestore.CommitImage, chain []chainLayer, diff diffLayer) ([]byte, error) {
 	img := req.Image
 	img.RootFS = ocispec.RootFS{Type: "layers", DiffIDs: []digest.Digest{}}
 	for _, l := range chain {

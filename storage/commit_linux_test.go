@@ -12,12 +12,13 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
-	"github.com/hutch-engine/hutch/engine"
 	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
 	containertypes "github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/jsonstream"
 	mobyregistry "github.com/moby/moby/api/types/registry"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/hutch-engine/hutch/engine/imagestore"
 )
 
 // commitBase imports the rootfs of rootfsTar as an image with one history
@@ -26,7 +27,7 @@ func commitBase(t *testing.T, s *Store, rootfsID string) (imageID string) {
 	t.Helper()
 	ctx := context.Background()
 	created := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
-	cfg := engine.ImportConfig{Image: dockerspec.DockerOCIImage{Image: ocispec.Image{
+	cfg := imagestore.ImportConfig{Image: dockerspec.DockerOCIImage{Image: ocispec.Image{
 		Created:  &created,
 		Platform: ocispec.Platform{OS: "linux", Architecture: "amd64"},
 		History:  []ocispec.History{{Created: &created, CreatedBy: "import"}},
@@ -58,14 +59,14 @@ func inRootfs(t *testing.T, s *Store, rootfsID string, f func(root string)) {
 }
 
 // commitReq is a commit of the base image's config with a comment.
-func commitReq(t *testing.T, s *Store, base, comment, name string, exclude ...string) engine.CommitImage {
+func commitReq(t *testing.T, s *Store, base, comment, name string, exclude ...string) imagestore.CommitImage {
 	t.Helper()
 	cfg, err := s.ImageConfig(base)
 	if err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now().UTC()
-	req := engine.CommitImage{Image: *cfg, Comment: comment, Name: name, Parent: base, Exclude: map[string]bool{},
+	req := imagestore.CommitImage{Image: *cfg, Comment: comment, Name: name, Parent: base, Exclude: map[string]bool{},
 		History: ocispec.History{Created: &now, Comment: comment, CreatedBy: "sh"}}
 	req.Image.Created = &now
 	req.Image.Config.Cmd = []string{"/bin/busybox", "cat", "/new.txt"}

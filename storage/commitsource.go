@@ -9,12 +9,13 @@ import (
 	"os"
 
 	"github.com/containerd/errdefs"
-	"github.com/hutch-engine/hutch/engine"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	imgref "go.podman.io/image/v5/docker/reference"
 	"go.podman.io/image/v5/image"
 	"go.podman.io/image/v5/types"
+
+	"github.com/hutch-engine/hutch/engine/imagestore"
 )
 
 // A commit's image exists only as a config, a manifest and one layer file
@@ -74,7 +75,7 @@ type commitSource struct {
 }
 
 // commitSourceFor builds the source of a commit's image.
-func commitSourceFor(req engine.CommitImage, chain []chainLayer, diff diffLayer) (*commitSource, error) {
+func commitSourceFor(req imagestore.CommitImage, chain []chainLayer, diff diffLayer) (*commitSource, error) {
 	config, err := commitConfig(req, chain, diff)
 	if err != nil {
 		return nil, err

@@ -8,8 +8,9 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/hutch-engine/hutch/engine"
 	"github.com/opencontainers/go-digest"
+
+	"github.com/hutch-engine/hutch/engine/imagestore"
 )
 
 // The archives of docker import and docker load are untrusted: whatever
@@ -66,7 +67,7 @@ func FuzzImportImage(f *testing.F) {
 		}
 		archive := finish(b.bytes(), gz, cut)
 		before := sb.state(t)
-		id, err := sb.s.ImportImage(context.Background(), bytes.NewReader(archive), engine.ImportConfig{}, "docker.io/library/imported:fuzz")
+		id, err := sb.s.ImportImage(context.Background(), bytes.NewReader(archive), imagestore.ImportConfig{}, "docker.io/library/imported:fuzz")
 		sb.checkOutside(t)
 		if err != nil {
 			sb.checkFailure(t, "import", err, before)
@@ -132,7 +133,7 @@ func FuzzLoadImages(f *testing.F) {
 	f.Fuzz(func(t *testing.T, script string, gz bool, cut uint16) {
 		archive := finish(dockerArchive(parseScript(script, sb.canary)), gz, cut)
 		before := sb.state(t)
-		loaded, err := sb.s.LoadImages(context.Background(), bytes.NewReader(archive), engine.LoadOptions{})
+		loaded, err := sb.s.LoadImages(context.Background(), bytes.NewReader(archive), imagestore.LoadOptions{})
 		sb.checkOutside(t)
 		if err != nil && len(loaded) == 0 {
 			sb.checkFailure(t, "load", err, before)

@@ -11,8 +11,9 @@ import (
 
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
-	"github.com/hutch-engine/hutch/engine"
 	mobyregistry "github.com/moby/moby/api/types/registry"
+
+	"github.com/hutch-engine/hutch/engine/imagestore"
 )
 
 // FuzzStoreNames gives one name to everything of the store that takes an
@@ -28,7 +29,7 @@ func FuzzStoreNames(f *testing.F) {
 	s := fuzzStore(f)
 	ctx := context.Background()
 	const baseName = "docker.io/library/base:1"
-	id, err := s.ImportImage(ctx, bytes.NewReader(rootfsTar(f, false)), engine.ImportConfig{}, baseName)
+	id, err := s.ImportImage(ctx, bytes.NewReader(rootfsTar(f, false)), imagestore.ImportConfig{}, baseName)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -77,10 +78,10 @@ func FuzzStoreNames(f *testing.F) {
 		// Names other operations take are parsed first: they are refused
 		// as invalid, or the operation fails for what comes next (an
 		// archive that is no tar, a missing rootfs or image).
-		if _, err := s.ImportImage(ctx, strings.NewReader("no tar"), engine.ImportConfig{}, name); !errors.Is(err, errdefs.ErrInvalidArgument) {
+		if _, err := s.ImportImage(ctx, strings.NewReader("no tar"), imagestore.ImportConfig{}, name); !errors.Is(err, errdefs.ErrInvalidArgument) {
 			t.Errorf("import of no tar as %q: %v", name, err)
 		}
-		if _, err := s.CommitImage(ctx, "no-such-rootfs", engine.CommitImage{Name: name}); !errdefs.IsNotFound(err) {
+		if _, err := s.CommitImage(ctx, "no-such-rootfs", imagestore.CommitImage{Name: name}); !errdefs.IsNotFound(err) {
 			checkRefusal(t, err)
 		}
 		if err := s.PushImage(ctx, missing, name, mobyregistry.AuthConfig{}, nil); !errdefs.IsNotFound(err) {

@@ -18,10 +18,11 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
-	"github.com/hutch-engine/hutch/engine"
 	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
+
+	"github.com/hutch-engine/hutch/engine/imagestore"
 )
 
 // The fuzz targets of import and load (fuzz_linux_test.go) describe their
@@ -258,7 +259,7 @@ func newTarSandbox(f *testing.F) *tarSandbox {
 		f.Fatal(err)
 	}
 	id, err := s.ImportImage(context.Background(), bytes.NewReader(rootfsTar(f, false)),
-		engine.ImportConfig{Comment: "baseline", Image: dockerspec.DockerOCIImage{}}, sb.baseName)
+		imagestore.ImportConfig{Comment: "baseline", Image: dockerspec.DockerOCIImage{}}, sb.baseName)
 	if err != nil {
 		f.Fatal(err)
 	}

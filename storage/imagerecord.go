@@ -10,11 +10,12 @@ import (
 
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
-	"github.com/hutch-engine/hutch/engine"
 	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
 	containertypes "github.com/moby/moby/api/types/container"
 	"github.com/opencontainers/go-digest"
 	cstorage "go.podman.io/storage"
+
+	"github.com/hutch-engine/hutch/engine/imagestore"
 )
 
 // The image service's view of the store (engine.ImageStore): images with
@@ -22,7 +23,7 @@ import (
 // them (tag, untag, delete).
 
 // ListImages returns every image of the store.
-func (s *Store) ListImages(ctx context.Context) ([]engine.Image, error) {
+func (s *Store) ListImages(ctx context.Context) ([]imagestore.Image, error) {
 	imgs, err := s.cs.Images()
 	if err != nil {
 		return nil, fmt.Errorf("storage: listing images: %w", err)
@@ -31,7 +32,7 @@ func (s *Store) ListImages(ctx context.Context) ([]engine.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]engine.Image, 0, len(imgs))
+	out := make([]imagestore.Image, 0, len(imgs))
 	for i := range imgs {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -43,7 +44,7 @@ func (s *Store) ListImages(ctx context.Context) ([]engine.Image, error) {
 
 // LookupImage finds ref (see Store.Image) and describes it, with the graph
 // driver's data about its top layer.
-func (s *Store) LookupImage(ctx context.Context, ref string) (*engine.Image, error) {
+func (s *Store) LookupImage(ctx context.Context, ref string) (*imagestore.Image, error) {
 	img, err := s.lookup(ref)
 	if err != nil {
 		return nil, err
@@ -78,8 +79,8 @@ func (s *Store) layerIndex() (map[string]*cstorage.Layer, error) {
 
 // record converts a library image. A config that cannot be read leaves
 // Config nil rather than hiding the image: it must stay removable.
-func (s *Store) record(img *cstorage.Image, layers map[string]*cstorage.Layer) *engine.Image {
-	out := &engine.Image{ID: "sha256:" + img.ID, Created: img.Created}
+func (s *Store) record(img *cstorage.Image, layers map[string]*cstorage.Layer) *imagestore.Image {
+	out := &imagestore.Image{ID: "sha256:" + img.ID, Created: img.Created}
 	tags, digests := s.refs(img)
 	for _, r := range append(tags, digests...) {
 		out.Refs = append(out.Refs, r.String())
@@ -98,7 +99,7 @@ func (s *Store) record(img *cstorage.Image, layers map[string]*cstorage.Layer) *
 				size = n
 			}
 		}
-		out.Layers = append(out.Layers, engine.ImageLayer{ID: l.ID, DiffID: l.UncompressedDigest, Size: size})
+		out.Layers = append(out.Layers, imagestore.Layer{ID: l.ID, DiffID: l.UncompressedDigest, Size: size})
 		id = l.Parent
 	}
 	slices.Reverse(out.Layers)

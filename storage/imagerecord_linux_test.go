@@ -9,7 +9,8 @@ import (
 	"testing"
 
 	"github.com/containerd/errdefs"
-	"github.com/hutch-engine/hutch/engine"
+
+	"github.com/hutch-engine/hutch/engine/imagestore"
 	"github.com/hutch-engine/hutch/storage/testimage"
 )
 
@@ -52,7 +53,7 @@ func TestImageRecordsTagUntag(t *testing.T) {
 	if !slices.Equal(img.Refs, []string{ref, "docker.io/library/mine:1", repoDigest}) || img.LastTagTime.IsZero() {
 		t.Errorf("after tag: %q, last tag %v", img.Refs, img.LastTagTime)
 	}
-	id2, err := s.ImportImage(ctx, bytes.NewReader(rootfsTar(t, false)), engine.ImportConfig{Comment: "other"}, "")
+	id2, err := s.ImportImage(ctx, bytes.NewReader(rootfsTar(t, false)), imagestore.ImportConfig{Comment: "other"}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +122,7 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	var archive bytes.Buffer
-	err = s.SaveImages(ctx, []engine.SaveImage{{ID: configDigest, Names: []string{ref, "docker.io/library/mine:1"}}}, &archive)
+	err = s.SaveImages(ctx, []imagestore.SaveImage{{ID: configDigest, Names: []string{ref, "docker.io/library/mine:1"}}}, &archive)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,13 +133,13 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 
 	// A broken archive loads nothing.
 	for _, bad := range [][]byte{archive.Bytes()[:archive.Len()/2], []byte("not an archive")} {
-		if _, err := s.LoadImages(ctx, bytes.NewReader(bad), engine.LoadOptions{}); !errdefs.IsInvalidArgument(err) {
+		if _, err := s.LoadImages(ctx, bytes.NewReader(bad), imagestore.LoadOptions{}); !errdefs.IsInvalidArgument(err) {
 			t.Errorf("LoadImages of a broken archive = %v", err)
 		}
 		assertEmpty(t, s)
 	}
 
-	loaded, err := s.LoadImages(ctx, bytes.NewReader(archive.Bytes()), engine.LoadOptions{})
+	loaded, err := s.LoadImages(ctx, bytes.NewReader(archive.Bytes()), imagestore.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,21 +153,21 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 	}
 
 	// Loading moves names off the images that had them.
-	other, err := s.ImportImage(ctx, bytes.NewReader(rootfsTar(t, false)), engine.ImportConfig{}, "docker.io/library/mine:2")
+	other, err := s.ImportImage(ctx, bytes.NewReader(rootfsTar(t, false)), imagestore.ImportConfig{}, "docker.io/library/mine:2")
 	if err != nil {
 		t.Fatal(err)
 	}
 	archive.Reset()
-	if err := s.SaveImages(ctx, []engine.SaveImage{{ID: configDigest, Names: []string{"docker.io/library/mine:2"}}}, &archive); err != nil {
+	if err := s.SaveImages(ctx, []imagestore.SaveImage{{ID: configDigest, Names: []string{"docker.io/library/mine:2"}}}, &archive); err != nil {
 		t.Fatal(err)
 	}
-	loaded, err = s.LoadImages(ctx, bytes.NewReader(archive.Bytes()), engine.LoadOptions{})
+	loaded, err = s.LoadImages(ctx, bytes.NewReader(archive.Bytes()), imagestore.LoadOptions{})
 	if err != nil || len(loaded) != 1 || loaded[0].Replaced["docker.io/library/mine:2"] != other {
 		t.Errorf("loaded = %+v, %v", loaded, err)
 	}
 
 	// Saving into a writer that fails stops the copy with the writer's error.
-	err = s.SaveImages(ctx, []engine.SaveImage{{ID: configDigest}}, failingWriter{})
+	err = s.SaveImages(ctx, []imagestore.SaveImage{{ID: configDigest}}, failingWriter{})
 	if !errors.Is(err, errWriterBroken) {
 		t.Errorf("SaveImages into a broken writer = %v", err)
 	}

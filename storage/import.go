@@ -13,7 +13,6 @@ import (
 
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
-	"github.com/hutch-engine/hutch/engine"
 	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
 	"github.com/opencontainers/go-digest"
 	specs "github.com/opencontainers/image-spec/specs-go"
@@ -25,6 +24,8 @@ import (
 	istorage "go.podman.io/image/v5/storage"
 	"go.podman.io/image/v5/types"
 	cstorage "go.podman.io/storage"
+
+	"github.com/hutch-engine/hutch/engine/imagestore"
 )
 
 // Images that do not come from a registry (import, load) are written the
@@ -102,7 +103,7 @@ func (s *Store) copyIntoReporting(ctx context.Context, sys *types.SystemContext,
 // from a file holding the uncompressed tar; copy.Image then finds it by ID
 // and writes the image record from an OCI layout around that file.
 // A body that is not a tar archive is errdefs.ErrInvalidArgument.
-func (s *Store) ImportImage(ctx context.Context, rootfs io.Reader, cfg engine.ImportConfig, name string) (string, error) {
+func (s *Store) ImportImage(ctx context.Context, rootfs io.Reader, cfg imagestore.ImportConfig, name string) (string, error) {
 	var named reference.Named
 	if name != "" {
 		n, err := imageName("import", name)

@@ -13,9 +13,10 @@ import (
 	"testing"
 
 	"github.com/containerd/errdefs"
-	"github.com/hutch-engine/hutch/engine"
-	"github.com/hutch-engine/hutch/storage/testimage"
 	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
+
+	"github.com/hutch-engine/hutch/engine/imagestore"
+	"github.com/hutch-engine/hutch/storage/testimage"
 )
 
 // rootfsTar is a small rootfs: the static busybox and a text file.
@@ -62,7 +63,7 @@ func rootfsTar(t testing.TB, gz bool) []byte {
 func TestImportImage(t *testing.T) {
 	s := newStore(t, "")
 	ctx := context.Background()
-	cfg := engine.ImportConfig{Comment: "a comment", Image: dockerspec.DockerOCIImage{}}
+	cfg := imagestore.ImportConfig{Comment: "a comment", Image: dockerspec.DockerOCIImage{}}
 	cfg.Image.Config.Cmd = []string{"/bin/busybox", "true"}
 	cfg.Image.OS, cfg.Image.Architecture = "linux", "amd64"
 	for _, gz := range []bool{false, true} {
@@ -100,7 +101,7 @@ func TestImportImage(t *testing.T) {
 // No bytes at all are an empty rootfs, as Docker imports them.
 func TestImportEmptyArchive(t *testing.T) {
 	s := newStore(t, "")
-	id, err := s.ImportImage(context.Background(), bytes.NewReader(nil), engine.ImportConfig{}, "docker.io/library/empty:1")
+	id, err := s.ImportImage(context.Background(), bytes.NewReader(nil), imagestore.ImportConfig{}, "docker.io/library/empty:1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +124,7 @@ func TestImportImageFailuresLeaveNothing(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newStore(t, "")
-			_, err := s.ImportImage(context.Background(), bytes.NewReader(tc.body), engine.ImportConfig{}, "docker.io/library/x:1")
+			_, err := s.ImportImage(context.Background(), bytes.NewReader(tc.body), imagestore.ImportConfig{}, "docker.io/library/x:1")
 			if err == nil || (tc.class != nil && !errors.Is(err, tc.class)) {
 				t.Errorf("ImportImage = %v, want %v", err, tc.class)
 			}

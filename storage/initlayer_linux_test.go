@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/hutch-engine/hutch/engine"
+	"github.com/hutch-engine/hutch/engine/imagestore"
 	"github.com/hutch-engine/hutch/storage/testimage"
 )
 
@@ -96,7 +96,7 @@ func TestInitLayer(t *testing.T) {
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			image, err := s.ImportImage(ctx, bytes.NewReader(layerTar(t, tc.entries...)), engine.ImportConfig{}, "")
+			image, err := s.ImportImage(ctx, bytes.NewReader(layerTar(t, tc.entries...)), imagestore.ImportConfig{}, "")
 			if err != nil {
 				t.Fatal(err)
 			}

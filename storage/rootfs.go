@@ -8,11 +8,12 @@ import (
 	"strings"
 
 	"github.com/containerd/errdefs"
-	"github.com/hutch-engine/hutch/engine"
 	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
 	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/moby/moby/api/types/registry"
 	cstorage "go.podman.io/storage"
+
+	"github.com/hutch-engine/hutch/engine/imagestore"
 )
 
 // The container side of the engine: each container has a containers/storage
@@ -108,7 +109,7 @@ func classify(err error) error {
 	return err
 }
 
-var _ engine.ImageStore = (*Store)(nil)
+var _ imagestore.Store = (*Store)(nil)
 
 // PullImage pulls fromImage (with tag, as the API's two parameters) with
 // the store's registry settings, reporting Docker's progress stream.

@@ -14,11 +14,12 @@ import (
 
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
-	"github.com/hutch-engine/hutch/engine"
 	"github.com/opencontainers/go-digest"
 	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"go.podman.io/storage/pkg/archive"
+
+	"github.com/hutch-engine/hutch/engine/imagestore"
 
 	cstorage "go.podman.io/storage"
 )
@@ -52,7 +53,7 @@ type saveBlob struct {
 // layers' diffs spooled to files, is gathered before the first byte; a
 // failure after it leaves w with a truncated archive, which the caller
 // must not pass off as complete.
-func (s *Store) SaveImages(ctx context.Context, images []engine.SaveImage, w io.Writer) error {
+func (s *Store) SaveImages(ctx context.Context, images []imagestore.SaveImage, w io.Writer) error {
 	plan, err := s.planSave(ctx, images)
 	defer plan.cleanup()
 	if err != nil {
@@ -84,7 +85,7 @@ func (p *savePlan) add(b *saveBlob) {
 
 // planSave gathers the images' configs and layers and makes their
 // manifests and the archive's metadata.
-func (s *Store) planSave(ctx context.Context, images []engine.SaveImage) (*savePlan, error) {
+func (s *Store) planSave(ctx context.Context, images []imagestore.SaveImage) (*savePlan, error) {
 	p := &savePlan{
 		blobs:        map[digest.Digest]*saveBlob{},
 		index:        ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{}},
@@ -105,7 +106,7 @@ func (s *Store) planSave(ctx context.Context, images []engine.SaveImage) (*saveP
 	return p, nil
 }
 
-func (s *Store) planImage(p *savePlan, img engine.SaveImage, saved map[string]bool) error {
+func (s *Store) planImage(p *savePlan, img imagestore.SaveImage, saved map[string]bool) error {
 	simg, err := s.cs.Image(hexOf(img.ID))
 	if err != nil {
 		return classify(err)

@@ -15,10 +15,11 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/validate"
-	"github.com/hutch-engine/hutch/engine"
-	"github.com/hutch-engine/hutch/storage/testimage"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/hutch-engine/hutch/engine/imagestore"
+	"github.com/hutch-engine/hutch/storage/testimage"
 )
 
 // TestSaveLayout: docker save writes Docker's layout, an OCI image layout
@@ -50,7 +51,7 @@ func TestSaveLayout(t *testing.T) {
 		t.Fatalf("%d layers stored, %d pushed", len(diffIDs), len(layerDigests))
 	}
 
-	save := func(items ...engine.SaveImage) []byte {
+	save := func(items ...imagestore.SaveImage) []byte {
 		t.Helper()
 		var buf bytes.Buffer
 		if err := s.SaveImages(ctx, items, &buf); err != nil {
@@ -58,7 +59,7 @@ func TestSaveLayout(t *testing.T) {
 		}
 		return buf.Bytes()
 	}
-	archive := save(engine.SaveImage{ID: configDigest, Names: []string{ref, "docker.io/library/mine:1"}})
+	archive := save(imagestore.SaveImage{ID: configDigest, Names: []string{ref, "docker.io/library/mine:1"}})
 	files := untarAll(t, archive)
 
 	var names []string
@@ -168,12 +169,12 @@ func TestSaveLayout(t *testing.T) {
 		}
 	}
 
-	if again := save(engine.SaveImage{ID: configDigest, Names: []string{ref, "docker.io/library/mine:1"}}); !bytes.Equal(again, archive) {
+	if again := save(imagestore.SaveImage{ID: configDigest, Names: []string{ref, "docker.io/library/mine:1"}}); !bytes.Equal(again, archive) {
 		t.Error("saving the same image twice gave different archives")
 	}
 
 	// By ID: one manifest, unnamed, no repositories.
-	files = untarAll(t, save(engine.SaveImage{ID: configDigest}))
+	files = untarAll(t, save(imagestore.SaveImage{ID: configDigest}))
 	index = ocispec.Index{}
 	if err := json.Unmarshal(files.get(t, "index.json"), &index); err != nil {
 		t.Fatal(err)

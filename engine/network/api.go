@@ -161,7 +161,7 @@ func checkPoolConfig(c network.IPAMConfig) (subnet netip.Prefix, gw netip.Addr, 
 	return s, gw, rng, nil
 }
 
-// NetworkCreate implements engine.Networks.
+// NetworkCreate implements networking.Service.
 func (m *Manager) NetworkCreate(ctx context.Context, req network.CreateRequest) (network.CreateResponse, error) {
 	n, v6, err := checkCreate(req)
 	if err != nil {
@@ -214,7 +214,7 @@ func (m *Manager) NetworkCreate(ctx context.Context, req network.CreateRequest) 
 	return network.CreateResponse{ID: n.ID}, nil
 }
 
-// NetworkInspect implements engine.Networks.
+// NetworkInspect implements networking.Service.
 func (m *Manager) NetworkInspect(ctx context.Context, ref string) (network.Inspect, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
@@ -250,7 +250,7 @@ func (m *Manager) NetworkInspect(ctx context.Context, ref string) (network.Inspe
 // listKeys are the filters docker network ls accepts.
 var listKeys = map[string]bool{"dangling": true, "driver": true, "id": true, "label": true, "name": true, "scope": true, "type": true}
 
-// NetworkList implements engine.Networks, sorted by name.
+// NetworkList implements networking.Service, sorted by name.
 func (m *Manager) NetworkList(ctx context.Context, filters string) ([]network.Summary, error) {
 	f, err := container.ParseFiltersOf(filters, listKeys)
 	if err != nil {
@@ -312,7 +312,7 @@ func matchList(f container.Filters, dangling *bool, n *netState) bool {
 	return true
 }
 
-// NetworkRemove implements engine.Networks. Predefined networks and
+// NetworkRemove implements networking.Service. Predefined networks and
 // networks with running containers cannot be removed (403, as Docker).
 func (m *Manager) NetworkRemove(ctx context.Context, ref string) error {
 	m.mu.Lock()
@@ -354,7 +354,7 @@ func (m *Manager) removeLocked(ctx context.Context, n *netState) error {
 	return nil
 }
 
-// NetworkPrune implements engine.Networks: user networks without running
+// NetworkPrune implements networking.Service: user networks without running
 // containers go.
 func (m *Manager) NetworkPrune(ctx context.Context, filters string) (network.PruneReport, error) {
 	f, err := container.ParseFiltersOf(filters, container.PruneKeys)

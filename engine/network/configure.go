@@ -23,7 +23,7 @@ func primaryNetwork(mode containertypes.NetworkMode) string {
 	}
 }
 
-// Configure implements engine.Networks.
+// Configure implements networking.Service.
 func (m *Manager) Configure(ctx context.Context, c *container.Container, nc *network.NetworkingConfig) (*containertypes.NetworkSettings, error) {
 	hc := c.HostConfig
 	if hc.NetworkMode == "" || hc.NetworkMode == network.NetworkDefault {

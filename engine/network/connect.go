@@ -12,7 +12,7 @@ import (
 	"github.com/moby/moby/api/types/network"
 )
 
-// Connect implements engine.Networks. A container whose namespace exists
+// Connect implements networking.Service. A container whose namespace exists
 // (it runs) gets its new interface at once; another one is configured for
 // its next start.
 func (m *Manager) Connect(ctx context.Context, c *container.Container, ref string, cfg *network.EndpointSettings) (string, *network.EndpointSettings, error) {
@@ -55,7 +55,7 @@ func (m *Manager) Connect(ctx context.Context, c *container.Container, ref strin
 	return n.Name, endpointSettings(n, ep, cfg), nil
 }
 
-// Disconnect implements engine.Networks. With force, a network that no
+// Disconnect implements networking.Service. With force, a network that no
 // longer exists is dropped from the container's record all the same.
 func (m *Manager) Disconnect(ctx context.Context, c *container.Container, ref string, force bool) (string, error) {
 	m.mu.Lock()
@@ -97,7 +97,7 @@ func (m *Manager) Disconnect(ctx context.Context, c *container.Container, ref st
 	return n.Name, nil
 }
 
-// Restore implements engine.Networks: the running containers keep their
+// Restore implements networking.Service: the running containers keep their
 // addresses (their records say which), and the namespaces of all other
 // containers, left by a daemon that died, are removed. Forwarded ports do
 // not survive a restart: rootlesskit's went with its process. A running

@@ -7,10 +7,11 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/hutch-engine/hutch/engine"
-	"github.com/hutch-engine/hutch/engine/container"
 	containertypes "github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/network"
+
+	"github.com/hutch-engine/hutch/engine/container"
+	"github.com/hutch-engine/hutch/engine/networking"
 
 	"github.com/miekg/dns"
 )
@@ -49,7 +50,7 @@ func attachOn(t *testing.T, m *Manager, name, net string, aliases ...string) net
 
 // configureAndAttach runs c's create-time network configuration, then
 // attaches it as a start does.
-func configureAndAttach(t *testing.T, m *Manager, c *container.Container, nc *network.NetworkingConfig) engine.NetAttachment {
+func configureAndAttach(t *testing.T, m *Manager, c *container.Container, nc *network.NetworkingConfig) networking.Attachment {
 	t.Helper()
 	ctx := context.Background()
 	ns, err := m.Configure(ctx, c, nc)
@@ -131,7 +132,7 @@ func TestEmbeddedDNS(t *testing.T) {
 		})
 	}
 	// Removing the network stops its server.
-	if err := m.Detach(ctx, webID(m, "app"), engine.DetachOptions{}); err != nil {
+	if err := m.Detach(ctx, webID(m, "app"), networking.DetachOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := m.NetworkRemove(ctx, "app"); err != nil {

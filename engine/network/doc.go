@@ -10,7 +10,7 @@
 // container on several networks has its default route of each family
 // through the network its endpoints' gw-priority chooses (gateway.go).
 //
-// It implements engine.Networks. What happens in the kernel (network
+// It implements networking.Service. What happens in the kernel (network
 // namespaces, veth pairs, bridges, NAT, port forwarding, sockets in the
 // detached namespace) is a Driver's business: rootless/network is the one
 // hutch runs with. Without a driver (real root, or the daemon's

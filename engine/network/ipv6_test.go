@@ -10,10 +10,11 @@ import (
 	"testing"
 
 	"github.com/containerd/errdefs"
-	"github.com/hutch-engine/hutch/engine"
-	"github.com/hutch-engine/hutch/engine/container"
 	containertypes "github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/network"
+
+	"github.com/hutch-engine/hutch/engine/container"
+	"github.com/hutch-engine/hutch/engine/networking"
 
 	"github.com/miekg/dns"
 )
@@ -46,7 +47,7 @@ func createNet(t *testing.T, m *Manager, name string, v4, v6 bool, cfgs ...strin
 
 // runOn configures and attaches a container on networks, the first its
 // network mode, with their endpoint configs.
-func runOn(t *testing.T, m *Manager, name string, nets []string, cfgs ...*network.EndpointSettings) (*container.Container, engine.NetAttachment) {
+func runOn(t *testing.T, m *Manager, name string, nets []string, cfgs ...*network.EndpointSettings) (*container.Container, networking.Attachment) {
 	t.Helper()
 	c := testContainer(name, &containertypes.HostConfig{NetworkMode: containertypes.NetworkMode(nets[0])})
 	eps := map[string]*network.EndpointSettings{}
@@ -155,7 +156,7 @@ func TestDualStackNetwork(t *testing.T) {
 	}
 	// Leaving gives both addresses back.
 	for _, c := range []*container.Container{c1, c2} {
-		if err := m2.Detach(ctx, c.ID, engine.DetachOptions{}); err != nil {
+		if err := m2.Detach(ctx, c.ID, networking.DetachOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -12,13 +12,14 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
-	"github.com/hutch-engine/hutch/engine"
-	"github.com/hutch-engine/hutch/engine/container"
 	containertypes "github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/network"
+
+	"github.com/hutch-engine/hutch/engine/container"
+	"github.com/hutch-engine/hutch/engine/networking"
 )
 
-var _ engine.Networks = (*Manager)(nil)
+var _ networking.Service = (*Manager)(nil)
 
 // Options configures a Manager.
 type Options struct {
@@ -210,42 +211,42 @@ func (m *Manager) find(ref string) (*netState, error) {
 	return found, nil
 }
 
-// Attach implements engine.Networks.
-func (m *Manager) Attach(ctx context.Context, c *container.Container) (engine.NetAttachment, error) {
+// Attach implements networking.Service.
+func (m *Manager) Attach(ctx context.Context, c *container.Container) (networking.Attachment, error) {
 	mode := c.HostConfig.NetworkMode
 	if mode.IsHost() || mode.IsNone() {
 		m.mu.RLock()
 		defer m.mu.RUnlock()
 		n, err := m.find(string(mode))
 		if err != nil {
-			return engine.NetAttachment{}, err
+			return networking.Attachment{}, err
 		}
 		settings := &containertypes.NetworkSettings{
 			SandboxID: newID(),
 			Ports:     network.PortMap{},
 			Networks:  map[string]*network.EndpointSettings{n.Name: {NetworkID: n.ID, EndpointID: newID()}},
 		}
-		return engine.NetAttachment{Settings: settings}, nil
+		return networking.Attachment{Settings: settings}, nil
 	}
 	if m.drv == nil {
-		return engine.NetAttachment{Settings: &containertypes.NetworkSettings{SandboxID: newID()}}, nil
+		return networking.Attachment{Settings: &containertypes.NetworkSettings{SandboxID: newID()}}, nil
 	}
 	plan, err := planPorts(c.Config, c.HostConfig)
 	if err != nil {
-		return engine.NetAttachment{}, err
+		return networking.Attachment{}, err
 	}
 	start := time.Now()
 	sb, plugs, err := m.reserveAll(ctx, c)
 	if err != nil {
-		return engine.NetAttachment{}, err
+		return networking.Attachment{}, err
 	}
-	fail := func(err error) (engine.NetAttachment, error) {
+	fail := func(err error) (networking.Attachment, error) {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		if m.sandboxes[c.ID] == sb {
 			m.detachLocked(context.WithoutCancel(ctx), c.ID, false)
 		}
-		return engine.NetAttachment{}, err
+		return networking.Attachment{}, err
 	}
 	// The namespace and its veths are made without the lock: they are this
 	// container's alone, and the driver makes those of several containers
@@ -268,7 +269,7 @@ func (m *Manager) Attach(ctx context.Context, c *container.Container) (engine.Ne
 		if m.sandboxes[c.ID] == nil {
 			m.drv.RemoveSandbox(context.WithoutCancel(ctx), c.ID)
 		}
-		return engine.NetAttachment{}, fmt.Errorf("the network of container %s was released while it started", c.ID)
+		return networking.Attachment{}, fmt.Errorf("the network of container %s was released while it started", c.ID)
 	}
 	sb.path = path
 	settings := &containertypes.NetworkSettings{SandboxID: sb.key, SandboxKey: path, Ports: network.PortMap{}, Networks: map[string]*network.EndpointSettings{}}
@@ -281,10 +282,10 @@ func (m *Manager) Attach(ctx context.Context, c *container.Container) (engine.Ne
 	}
 	if err := m.publishLocked(ctx, sb, c, nets, plan, settings.Ports); err != nil {
 		m.detachLocked(context.WithoutCancel(ctx), c.ID, false)
-		return engine.NetAttachment{}, err
+		return networking.Attachment{}, err
 	}
 	m.log.Debug("network attached", "container", c.ID, "took", time.Since(start))
-	att := engine.NetAttachment{
+	att := networking.Attachment{
 		NetNSPath:   path,
 		Settings:    settings,
 		Addrs:       addrs,
@@ -295,24 +296,24 @@ func (m *Manager) Attach(ctx context.Context, c *container.Container) (engine.Ne
 }
 
 // resolver is the nameserver of a container on nets (in attach order).
-func (m *Manager) resolver(nets []*netState) engine.DNS {
+func (m *Manager) resolver(nets []*netState) networking.DNS {
 	if dnsNet := embeddedDNSNetwork(nets); dnsNet != nil {
 		// As Docker: names are tried as they are first, the embedded
 		// server answers the short ones.
-		return engine.DNS{Nameservers: []string{dnsNet.dnsAddr().String()}, DNSOptions: []string{"ndots:0"}, EmbeddedDNS: true}
+		return networking.DNS{Nameservers: []string{dnsNet.dnsAddr().String()}, DNSOptions: []string{"ndots:0"}, EmbeddedDNS: true}
 	}
-	return engine.DNS{Nameservers: []string{m.drv.Nameserver().String()}}
+	return networking.DNS{Nameservers: []string{m.drv.Nameserver().String()}}
 }
 
-// DNS implements engine.Networks: the resolver of the networks the
+// DNS implements networking.Service: the resolver of the networks the
 // container's namespace is plugged in now, the first user network's
 // embedded server when it has one, as at a start on them.
-func (m *Manager) DNS(_ context.Context, id string) (engine.DNS, bool) {
+func (m *Manager) DNS(_ context.Context, id string) (networking.DNS, bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	sb := m.sandboxes[id]
 	if sb == nil || sb.path == "" || m.drv == nil {
-		return engine.DNS{}, false
+		return networking.DNS{}, false
 	}
 	nets := make([]*netState, 0, len(sb.order))
 	for _, nid := range sb.order {
@@ -456,8 +457,8 @@ func (m *Manager) setupLocked(ctx context.Context, n *netState) error {
 	return nil
 }
 
-// Detach implements engine.Networks.
-func (m *Manager) Detach(ctx context.Context, id string, opts engine.DetachOptions) error {
+// Detach implements networking.Service.
+func (m *Manager) Detach(ctx context.Context, id string, opts networking.DetachOptions) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if sb := m.sandboxes[id]; sb != nil && opts.SandboxID != "" && sb.key != opts.SandboxID {

@@ -12,10 +12,11 @@ import (
 	"testing"
 
 	"github.com/containerd/errdefs"
-	"github.com/hutch-engine/hutch/engine"
-	"github.com/hutch-engine/hutch/engine/container"
 	containertypes "github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/network"
+
+	"github.com/hutch-engine/hutch/engine/container"
+	"github.com/hutch-engine/hutch/engine/networking"
 )
 
 func TestPredefinedNetworks(t *testing.T) {
@@ -168,14 +169,14 @@ func TestAttachDefaultBridge(t *testing.T) {
 		t.Fatalf("second container: %v %v", att2.Addrs, err)
 	}
 	for _, id := range []string{c.ID, c2.ID} {
-		if err := m.Detach(ctx, id, engine.DetachOptions{}); err != nil {
+		if err := m.Detach(ctx, id, networking.DetachOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if l := drv.leftovers(); l != "" {
 		t.Errorf("after detach: %s", l)
 	}
-	if err := m.Detach(ctx, c.ID, engine.DetachOptions{}); err != nil {
+	if err := m.Detach(ctx, c.ID, networking.DetachOptions{}); err != nil {
 		t.Errorf("second detach: %v", err)
 	}
 	// The cleanup of a run that ended late leaves a newer run alone.
@@ -183,10 +184,10 @@ func TestAttachDefaultBridge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Detach(ctx, c.ID, engine.DetachOptions{SandboxID: att.Settings.SandboxID}); err != nil || !drv.sandboxes[c.ID] {
+	if err := m.Detach(ctx, c.ID, networking.DetachOptions{SandboxID: att.Settings.SandboxID}); err != nil || !drv.sandboxes[c.ID] {
 		t.Errorf("the old run's detach removed the new run's network: %v", err)
 	}
-	if err := m.Detach(ctx, c.ID, engine.DetachOptions{SandboxID: again.Settings.SandboxID}); err != nil || drv.sandboxes[c.ID] {
+	if err := m.Detach(ctx, c.ID, networking.DetachOptions{SandboxID: again.Settings.SandboxID}); err != nil || drv.sandboxes[c.ID] {
 		t.Errorf("the new run's detach: %v, sandboxes %v", err, drv.sandboxes)
 	}
 	att3, _ := m.Attach(ctx, testContainer("three", nil))
@@ -217,7 +218,7 @@ func TestDetachShared(t *testing.T) {
 			ctx := context.Background()
 			c := testContainer("web", &containertypes.HostConfig{})
 			att := configureAndAttach(t, m, c, nil)
-			if err := m.Detach(ctx, c.ID, engine.DetachOptions{SandboxID: att.Settings.SandboxID, Shared: tc.shared}); err != nil {
+			if err := m.Detach(ctx, c.ID, networking.DetachOptions{SandboxID: att.Settings.SandboxID, Shared: tc.shared}); err != nil {
 				t.Fatal(err)
 			}
 			if drv.unplugs != tc.unplugs {
@@ -333,7 +334,7 @@ func TestAttachUserNetworks(t *testing.T) {
 	if err := m.NetworkRemove(ctx, "app"); !errors.Is(err, errdefs.ErrPermissionDenied) || !strings.Contains(err.Error(), "has active endpoints") {
 		t.Errorf("removing a network in use: %v", err)
 	}
-	if err := m.Detach(ctx, c.ID, engine.DetachOptions{}); err != nil {
+	if err := m.Detach(ctx, c.ID, networking.DetachOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := m.NetworkRemove(ctx, "app"); err != nil {
@@ -420,7 +421,7 @@ func TestConnectDisconnect(t *testing.T) {
 	if _, err := m.Attach(ctx, running); err != nil {
 		t.Fatal(err)
 	}
-	bridgeDNS := engine.DNS{Nameservers: []string{"10.0.2.3"}}
+	bridgeDNS := networking.DNS{Nameservers: []string{"10.0.2.3"}}
 	if dns, ok := m.DNS(ctx, running.ID); !ok || !reflect.DeepEqual(dns, bridgeDNS) {
 		t.Errorf("DNS on the default bridge: %+v %v", dns, ok)
 	}
@@ -430,7 +431,7 @@ func TestConnectDisconnect(t *testing.T) {
 	}
 	// Connected to a user network, it asks that network's server, as a
 	// container started on both would.
-	if dns, ok := m.DNS(ctx, running.ID); !ok || !reflect.DeepEqual(dns, engine.DNS{Nameservers: []string{"10.99.0.1"}, DNSOptions: []string{"ndots:0"}, EmbeddedDNS: true}) {
+	if dns, ok := m.DNS(ctx, running.ID); !ok || !reflect.DeepEqual(dns, networking.DNS{Nameservers: []string{"10.99.0.1"}, DNSOptions: []string{"ndots:0"}, EmbeddedDNS: true}) {
 		t.Errorf("DNS after the connect: %+v %v", dns, ok)
 	}
 	if len(drv.plugged) != 2 {
@@ -542,7 +543,7 @@ func TestRestore(t *testing.T) {
 	if dns, ok := m2.DNS(ctx, multi.ID); !ok || !slices.Equal(dns.Nameservers, multiAtt.Nameservers) {
 		t.Errorf("resolver after the restore: %v %v, the start gave %v", dns.Nameservers, ok, multiAtt.Nameservers)
 	}
-	if err := m2.Detach(ctx, alive.ID, engine.DetachOptions{}); err != nil || drv.sandboxes[alive.ID] {
+	if err := m2.Detach(ctx, alive.ID, networking.DetachOptions{}); err != nil || drv.sandboxes[alive.ID] {
 		t.Errorf("detaching the restored container: %v, sandboxes %v", err, drv.sandboxes)
 	}
 }
