@@ -8,8 +8,9 @@ import (
 	"net/http"
 
 	"github.com/containerd/errdefs"
-	"github.com/hutch-engine/hutch/engine"
 	containertypes "github.com/moby/moby/api/types/container"
+
+	"github.com/hutch-engine/hutch/engine"
 )
 
 // ArchiveBackend copies files in and out of containers (docker cp).

@@ -11,9 +11,10 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
-	"github.com/hutch-engine/hutch/engine"
 	containertypes "github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
+
+	"github.com/hutch-engine/hutch/engine"
 )
 
 var fakeStat = containertypes.PathStat{Name: "passwd", Size: 5, Mode: 0o644, Mtime: time.Unix(1700000000, 0).UTC(), LinkTarget: "/x"}

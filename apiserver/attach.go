@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
+
 	"github.com/hutch-engine/hutch/engine"
 )
 

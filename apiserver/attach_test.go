@@ -10,9 +10,10 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/hutch-engine/hutch/engine"
 	"github.com/moby/moby/api/pkg/stdcopy"
 	containertypes "github.com/moby/moby/api/types/container"
+
+	"github.com/hutch-engine/hutch/engine"
 )
 
 // fakeAttach has one container without a tty; attached, it echoes its

@@ -11,11 +11,12 @@ import (
 
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
-	"github.com/hutch-engine/hutch/engine"
-	"github.com/hutch-engine/hutch/engine/build"
 	buildtypes "github.com/moby/moby/api/types/build"
 	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/moby/moby/api/types/registry"
+
+	"github.com/hutch-engine/hutch/engine"
+	"github.com/hutch-engine/hutch/engine/build"
 )
 
 // BuildBackend builds images with the classic builder (POST /build).

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/containerd/errdefs"
+
 	"github.com/hutch-engine/hutch/engine"
 	"github.com/hutch-engine/hutch/engine/build"
 )

@@ -5,9 +5,10 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/hutch-engine/hutch/engine"
 	"github.com/moby/moby/api/types/common"
 	containertypes "github.com/moby/moby/api/types/container"
+
+	"github.com/hutch-engine/hutch/engine"
 )
 
 // CommitBackend turns containers into images and archives (docker commit,

@@ -11,10 +11,12 @@ import (
 	"testing"
 
 	"github.com/containerd/errdefs"
-	"github.com/hutch-engine/hutch/engine"
 	"github.com/moby/moby/api/types/common"
 	containertypes "github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/jsonstream"
+
+	"github.com/hutch-engine/hutch/engine"
+	"github.com/hutch-engine/hutch/engine/images"
 )
 
 // The commit half of noContainers, and push for the image fakes.
@@ -28,7 +30,7 @@ func (noContainers) ContainerChanges(context.Context, string) ([]containertypes.
 func (noContainers) ContainerExport(context.Context, string) (io.ReadCloser, error) {
 	return nil, errNoContainers
 }
-func (noContainers) ImagePush(context.Context, engine.PushRequest, func(jsonstream.Message)) error {
+func (noContainers) ImagePush(context.Context, images.PushRequest, func(jsonstream.Message)) error {
 	return errNoContainers
 }
 
@@ -77,7 +79,7 @@ type errReader struct{}
 
 func (errReader) Read([]byte) (int, error) { return 0, fmt.Errorf("disk on fire") }
 
-func (f *commitFake) ImagePush(_ context.Context, req engine.PushRequest, progress func(jsonstream.Message)) error {
+func (f *commitFake) ImagePush(_ context.Context, req images.PushRequest, progress func(jsonstream.Message)) error {
 	if err := f.record("ImagePush(%s,%s,%s)", req.Name, req.Tag, req.Auth.Username); err != nil {
 		return err
 	}

@@ -10,8 +10,9 @@ import (
 	"testing"
 
 	"github.com/containerd/errdefs"
-	"github.com/hutch-engine/hutch/engine"
 	containertypes "github.com/moby/moby/api/types/container"
+
+	"github.com/hutch-engine/hutch/engine"
 )
 
 // Docker answers a bad resize with strconv's bare reason, and takes sizes

@@ -10,10 +10,11 @@ import (
 	"strings"
 
 	"github.com/containerd/errdefs"
-	"github.com/hutch-engine/hutch/engine"
-	"github.com/hutch-engine/hutch/engine/container"
 	containertypes "github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
+
+	"github.com/hutch-engine/hutch/engine"
+	"github.com/hutch-engine/hutch/engine/container"
 )
 
 // ContainerBackend is the container half of the engine.

@@ -7,12 +7,13 @@ import (
 	"slices"
 
 	"github.com/containerd/errdefs"
-	"github.com/hutch-engine/hutch/engine"
 	"github.com/moby/moby/api/types/build"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/image"
 	"github.com/moby/moby/api/types/system"
 	"github.com/moby/moby/api/types/volume"
+
+	"github.com/hutch-engine/hutch/engine"
 )
 
 // DiskUsageBackend serves GET /system/df.

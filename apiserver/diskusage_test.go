@@ -6,10 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hutch-engine/hutch/engine"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/image"
 	"github.com/moby/moby/api/types/volume"
+
+	"github.com/hutch-engine/hutch/engine"
 )
 
 // fakeDiskUsage has two images (one used), a running and a stopped

@@ -4,8 +4,9 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/hutch-engine/hutch/engine"
 	"github.com/moby/moby/api/types/events"
+
+	"github.com/hutch-engine/hutch/engine"
 )
 
 // EventBackend is the engine's events.

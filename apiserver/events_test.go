@@ -8,8 +8,9 @@ import (
 	"testing"
 
 	"github.com/containerd/errdefs"
-	"github.com/hutch-engine/hutch/engine"
 	"github.com/moby/moby/api/types/events"
+
+	"github.com/hutch-engine/hutch/engine"
 )
 
 // fakeEvents sends two events, or refuses a bad filter before it begins.

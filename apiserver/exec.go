@@ -9,8 +9,9 @@ import (
 	"net/http"
 
 	"github.com/containerd/errdefs"
-	"github.com/hutch-engine/hutch/engine"
 	containertypes "github.com/moby/moby/api/types/container"
+
+	"github.com/hutch-engine/hutch/engine"
 )
 
 // ExecBackend runs processes in running containers (docker exec).

@@ -12,10 +12,11 @@ import (
 	"testing"
 
 	"github.com/containerd/errdefs"
-	"github.com/hutch-engine/hutch/engine"
 	"github.com/moby/moby/api/pkg/stdcopy"
 	containertypes "github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
+
+	"github.com/hutch-engine/hutch/engine"
 )
 
 // fakeExec has one exec instance, "exec1". Attached, its process echoes

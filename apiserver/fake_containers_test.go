@@ -5,12 +5,13 @@ import (
 	"io"
 
 	"github.com/containerd/errdefs"
-	"github.com/hutch-engine/hutch/engine"
-	"github.com/hutch-engine/hutch/engine/container"
 	containertypes "github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/events"
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/api/types/volume"
+
+	"github.com/hutch-engine/hutch/engine"
+	"github.com/hutch-engine/hutch/engine/container"
 )
 
 // noContainers is a ContainerBackend that has no containers: every call is

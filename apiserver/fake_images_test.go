@@ -4,40 +4,42 @@ import (
 	"context"
 	"io"
 
-	"github.com/hutch-engine/hutch/engine"
-	"github.com/hutch-engine/hutch/engine/build"
 	"github.com/moby/moby/api/types/image"
 	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/moby/moby/api/types/registry"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/hutch-engine/hutch/engine"
+	"github.com/hutch-engine/hutch/engine/build"
+	"github.com/hutch-engine/hutch/engine/images"
 )
 
 // The image half of noContainers: every image call is ErrNotImplemented
 // too. Image tests embed fakeBackend and override what they need.
 
-func (noContainers) ImagePull(context.Context, engine.PullRequest, func(jsonstream.Message)) error {
+func (noContainers) ImagePull(context.Context, images.PullRequest, func(jsonstream.Message)) error {
 	return errNoContainers
 }
-func (noContainers) ImageList(context.Context, engine.ImageListRequest) ([]image.Summary, error) {
+func (noContainers) ImageList(context.Context, images.ListRequest) ([]image.Summary, error) {
 	return nil, errNoContainers
 }
-func (noContainers) ImageInspect(context.Context, string, *ocispec.Platform) (engine.ImageDetail, error) {
-	return engine.ImageDetail{}, errNoContainers
+func (noContainers) ImageInspect(context.Context, string, *ocispec.Platform) (images.Detail, error) {
+	return images.Detail{}, errNoContainers
 }
 func (noContainers) ImageHistory(context.Context, string, *ocispec.Platform) ([]image.HistoryResponseItem, error) {
 	return nil, errNoContainers
 }
 func (noContainers) ImageTag(context.Context, string, string, string) error { return errNoContainers }
-func (noContainers) ImageRemove(context.Context, string, engine.ImageRemoveRequest) ([]image.DeleteResponse, error) {
+func (noContainers) ImageRemove(context.Context, string, images.RemoveRequest) ([]image.DeleteResponse, error) {
 	return nil, errNoContainers
 }
 func (noContainers) ImagePrune(context.Context, string) (image.PruneReport, error) {
 	return image.PruneReport{}, errNoContainers
 }
-func (noContainers) ImageImport(context.Context, engine.ImportRequest, io.Reader, func(jsonstream.Message)) error {
+func (noContainers) ImageImport(context.Context, images.ImportRequest, io.Reader, func(jsonstream.Message)) error {
 	return errNoContainers
 }
-func (noContainers) ImageLoad(context.Context, io.Reader, engine.LoadRequest, func(jsonstream.Message)) error {
+func (noContainers) ImageLoad(context.Context, io.Reader, images.LoadRequest, func(jsonstream.Message)) error {
 	return errNoContainers
 }
 func (noContainers) ImageSave(context.Context, []string, *ocispec.Platform, io.Writer) error {

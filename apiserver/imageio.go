@@ -3,9 +3,10 @@ package apiserver
 import (
 	"net/http"
 
-	"github.com/hutch-engine/hutch/buildkit/proxy"
-	"github.com/hutch-engine/hutch/engine"
 	"github.com/moby/moby/api/types/registry"
+
+	"github.com/hutch-engine/hutch/buildkit/proxy"
+	"github.com/hutch-engine/hutch/engine/images"
 )
 
 // imageImport is POST /images/create?fromSrc=… (docker import): the rootfs
@@ -18,7 +19,7 @@ func (s *Server) imageImport(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	stream := newJSONStream(w)
-	err = s.backend.ImageImport(r.Context(), engine.ImportRequest{
+	err = s.backend.ImageImport(r.Context(), images.ImportRequest{
 		Source:   q.Get("fromSrc"),
 		Repo:     q.Get("repo"),
 		Tag:      q.Get("tag"),
@@ -39,7 +40,7 @@ func (s *Server) imageLoad(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	stream := newJSONStream(w)
-	req := engine.LoadRequest{
+	req := images.LoadRequest{
 		Quiet:    queryBoolDefault(r, "quiet", true),
 		Platform: platform,
 		// hutch-buildkit loads what a build made: the engine tells of

@@ -8,31 +8,32 @@ import (
 	"strings"
 
 	"github.com/containerd/errdefs"
-	"github.com/hutch-engine/hutch/engine"
 	"github.com/moby/moby/api/pkg/authconfig"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/image"
 	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/moby/moby/api/types/registry"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/hutch-engine/hutch/engine/images"
 )
 
 // ImageBackend is the image half of the engine.
 type ImageBackend interface {
-	ImagePull(ctx context.Context, req engine.PullRequest, progress func(jsonstream.Message)) error
+	ImagePull(ctx context.Context, req images.PullRequest, progress func(jsonstream.Message)) error
 	// ImagePush pushes, calling progress with Docker's stream; errors
 	// before the first message are the caller's to answer as HTTP errors.
-	ImagePush(ctx context.Context, req engine.PushRequest, progress func(jsonstream.Message)) error
-	ImageList(ctx context.Context, req engine.ImageListRequest) ([]image.Summary, error)
+	ImagePush(ctx context.Context, req images.PushRequest, progress func(jsonstream.Message)) error
+	ImageList(ctx context.Context, req images.ListRequest) ([]image.Summary, error)
 	// ImageInspect and ImageHistory find ref; platform, when set, is the
 	// platform it must be of.
-	ImageInspect(ctx context.Context, ref string, platform *ocispec.Platform) (engine.ImageDetail, error)
+	ImageInspect(ctx context.Context, ref string, platform *ocispec.Platform) (images.Detail, error)
 	ImageHistory(ctx context.Context, ref string, platform *ocispec.Platform) ([]image.HistoryResponseItem, error)
 	ImageTag(ctx context.Context, ref, repo, tag string) error
-	ImageRemove(ctx context.Context, ref string, req engine.ImageRemoveRequest) ([]image.DeleteResponse, error)
+	ImageRemove(ctx context.Context, ref string, req images.RemoveRequest) ([]image.DeleteResponse, error)
 	ImagePrune(ctx context.Context, filters string) (image.PruneReport, error)
-	ImageImport(ctx context.Context, req engine.ImportRequest, rootfs io.Reader, progress func(jsonstream.Message)) error
-	ImageLoad(ctx context.Context, archive io.Reader, req engine.LoadRequest, progress func(jsonstream.Message)) error
+	ImageImport(ctx context.Context, req images.ImportRequest, rootfs io.Reader, progress func(jsonstream.Message)) error
+	ImageLoad(ctx context.Context, archive io.Reader, req images.LoadRequest, progress func(jsonstream.Message)) error
 	// ImageSave writes the archive to w; nothing is written before every
 	// name is resolved.
 	ImageSave(ctx context.Context, names []string, platform *ocispec.Platform, w io.Writer) error
@@ -117,7 +118,7 @@ func (s *Server) imagesCreate(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	stream := newJSONStream(w)
-	err = s.backend.ImagePull(r.Context(), engine.PullRequest{
+	err = s.backend.ImagePull(r.Context(), images.PullRequest{
 		FromImage: q.Get("fromImage"),
 		Tag:       q.Get("tag"),
 		Platform:  formatPlatform(platform),
@@ -142,7 +143,7 @@ func (s *Server) imageList(w http.ResponseWriter, r *http.Request) error {
 	if !versionLess(v, "1.54") && queryBool(r, "identity") && !queryBool(r, "manifests") {
 		return invalidVerbatim{errors.New("conflicting options: identity requires manifests=1")}
 	}
-	imgs, err := s.backend.ImageList(r.Context(), engine.ImageListRequest{
+	imgs, err := s.backend.ImageList(r.Context(), images.ListRequest{
 		All:        queryBool(r, "all"),
 		Filters:    r.URL.Query().Get("filters"),
 		SharedSize: !versionLess(v, "1.42") && queryBool(r, "shared-size"),
@@ -193,7 +194,7 @@ func (s *Server) imageInspect(w http.ResponseWriter, r *http.Request, name strin
 	// Before API 1.45 Docker always sends Container and ContainerConfig,
 	// an empty config for an image that records none: docker-compose v1
 	// indexes ContainerConfig when it recreates a container.
-	legacy := legacyImageInspect{ImageDetail: resp, Container: resp.Container, ContainerConfig: resp.ContainerConfig}
+	legacy := legacyImageInspect{Detail: resp, Container: resp.Container, ContainerConfig: resp.ContainerConfig}
 	if legacy.ContainerConfig == nil {
 		legacy.ContainerConfig = &container.Config{}
 	}
@@ -205,7 +206,7 @@ func (s *Server) imageInspect(w http.ResponseWriter, r *http.Request, name strin
 
 // legacyImageInspect is GET /images/{name}/json before API 1.45.
 type legacyImageInspect struct {
-	engine.ImageDetail
+	images.Detail
 	VirtualSize     *int64            `json:"VirtualSize,omitempty"`
 	Container       string            `json:"Container"`
 	ContainerConfig *container.Config `json:"ContainerConfig"`
@@ -261,7 +262,7 @@ func (s *Server) imagePush(w http.ResponseWriter, r *http.Request, name string) 
 		return err
 	}
 	stream := newJSONStream(w)
-	err = s.backend.ImagePush(r.Context(), engine.PushRequest{
+	err = s.backend.ImagePush(r.Context(), images.PushRequest{
 		Name:     name,
 		Tag:      r.URL.Query().Get("tag"),
 		Auth:     auth,
@@ -275,7 +276,7 @@ func (s *Server) imageRemove(w http.ResponseWriter, r *http.Request, name string
 	if err != nil {
 		return err
 	}
-	recs, err := s.backend.ImageRemove(r.Context(), name, engine.ImageRemoveRequest{
+	recs, err := s.backend.ImageRemove(r.Context(), name, images.RemoveRequest{
 		Force:    queryBool(r, "force"),
 		NoPrune:  queryBool(r, "noprune"),
 		Platform: platform,

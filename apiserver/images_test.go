@@ -13,13 +13,14 @@ import (
 
 	"github.com/containerd/errdefs"
 	"github.com/containerd/platforms"
-	"github.com/hutch-engine/hutch/engine"
 	"github.com/moby/moby/api/types/common"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/image"
 	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/moby/moby/api/types/registry"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/hutch-engine/hutch/engine/images"
 )
 
 // imageFake records the image call a request made, as "Method(args)",
@@ -35,7 +36,7 @@ func (f *imageFake) record(format string, args ...any) error {
 	return f.err
 }
 
-func (f *imageFake) ImagePull(_ context.Context, req engine.PullRequest, progress func(jsonstream.Message)) error {
+func (f *imageFake) ImagePull(_ context.Context, req images.PullRequest, progress func(jsonstream.Message)) error {
 	p := ""
 	if req.Platform != "" {
 		p = "," + req.Platform
@@ -47,7 +48,7 @@ func (f *imageFake) ImagePull(_ context.Context, req engine.PullRequest, progres
 	return nil
 }
 
-func (f *imageFake) ImageList(_ context.Context, req engine.ImageListRequest) ([]image.Summary, error) {
+func (f *imageFake) ImageList(_ context.Context, req images.ListRequest) ([]image.Summary, error) {
 	return []image.Summary{{ID: "sha256:aa", Size: 7, Containers: 2, SharedSize: -1}}, f.record("ImageList(%v,%s,%v)", req.All, req.Filters, req.SharedSize)
 }
 
@@ -59,8 +60,8 @@ func plat(p *ocispec.Platform) string {
 	return "," + platforms.FormatAll(*p)
 }
 
-func (f *imageFake) ImageInspect(_ context.Context, ref string, p *ocispec.Platform) (engine.ImageDetail, error) {
-	resp := engine.ImageDetail{InspectResponse: image.InspectResponse{ID: "sha256:aa", Size: 7, RepoTags: []string{}, RepoDigests: []string{}}}
+func (f *imageFake) ImageInspect(_ context.Context, ref string, p *ocispec.Platform) (images.Detail, error) {
+	resp := images.Detail{InspectResponse: image.InspectResponse{ID: "sha256:aa", Size: 7, RepoTags: []string{}, RepoDigests: []string{}}}
 	if ref == "committed" {
 		resp.Parent = "sha256:bb"
 		resp.Container = "c1"
@@ -77,7 +78,7 @@ func (f *imageFake) ImageTag(_ context.Context, ref, repo, tag string) error {
 	return f.record("ImageTag(%s,%s,%s)", ref, repo, tag)
 }
 
-func (f *imageFake) ImageRemove(_ context.Context, ref string, req engine.ImageRemoveRequest) ([]image.DeleteResponse, error) {
+func (f *imageFake) ImageRemove(_ context.Context, ref string, req images.RemoveRequest) ([]image.DeleteResponse, error) {
 	return []image.DeleteResponse{{Untagged: "x:1"}, {Deleted: "sha256:aa"}}, f.record("ImageRemove(%s,%v,%v%s)", ref, req.Force, req.NoPrune, plat(req.Platform))
 }
 
@@ -85,7 +86,7 @@ func (f *imageFake) ImagePrune(_ context.Context, filters string) (image.PruneRe
 	return image.PruneReport{SpaceReclaimed: 5}, f.record("ImagePrune(%s)", filters)
 }
 
-func (f *imageFake) ImageImport(_ context.Context, req engine.ImportRequest, rootfs io.Reader, progress func(jsonstream.Message)) error {
+func (f *imageFake) ImageImport(_ context.Context, req images.ImportRequest, rootfs io.Reader, progress func(jsonstream.Message)) error {
 	body, _ := io.ReadAll(rootfs)
 	if err := f.record("ImageImport(%s,%s,%s,%s,%q,%s)", req.Source, req.Repo, req.Tag, req.Message, req.Changes, body); err != nil {
 		return err
@@ -94,7 +95,7 @@ func (f *imageFake) ImageImport(_ context.Context, req engine.ImportRequest, roo
 	return nil
 }
 
-func (f *imageFake) ImageLoad(_ context.Context, archive io.Reader, req engine.LoadRequest, progress func(jsonstream.Message)) error {
+func (f *imageFake) ImageLoad(_ context.Context, archive io.Reader, req images.LoadRequest, progress func(jsonstream.Message)) error {
 	quiet, p := req.Quiet, req.Platform
 	body, _ := io.ReadAll(archive)
 	if err := f.record("ImageLoad(%v,%s%s)", quiet, body, plat(p)); err != nil {

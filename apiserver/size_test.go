@@ -6,9 +6,10 @@ import (
 	"testing"
 
 	"github.com/containerd/errdefs"
-	"github.com/hutch-engine/hutch/engine"
 	containertypes "github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
+
+	"github.com/hutch-engine/hutch/engine"
 )
 
 // fakeSizes lists c1 and c2; c1's sizes are known, c2's are not.

@@ -4,8 +4,9 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/hutch-engine/hutch/engine"
 	containertypes "github.com/moby/moby/api/types/container"
+
+	"github.com/hutch-engine/hutch/engine"
 )
 
 // StatsBackend serves GET /containers/{id}/stats.

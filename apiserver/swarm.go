@@ -8,8 +8,9 @@ import (
 	"strings"
 
 	"github.com/containerd/errdefs"
-	"github.com/hutch-engine/hutch/engine/container"
 	"github.com/moby/moby/api/types/plugin"
+
+	"github.com/hutch-engine/hutch/engine/container"
 )
 
 // hutch never joins a swarm and has no plugin system. Its swarm and plugin

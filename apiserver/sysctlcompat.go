@@ -7,9 +7,10 @@ import (
 	"strings"
 
 	"github.com/containerd/errdefs"
-	enet "github.com/hutch-engine/hutch/engine/network"
 	containertypes "github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/network"
+
+	enet "github.com/hutch-engine/hutch/engine/network"
 )
 
 // migrateIfaceSysctls moves --sysctl settings that name an interface

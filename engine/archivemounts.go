@@ -5,9 +5,10 @@ import (
 	"path"
 	"strings"
 
-	"github.com/hutch-engine/hutch/engine/container"
 	containertypes "github.com/moby/moby/api/types/container"
 	mounttypes "github.com/moby/moby/api/types/mount"
+
+	"github.com/hutch-engine/hutch/engine/container"
 )
 
 // cpTarget is where a docker cp path lives: in the container's rootfs, or

@@ -15,6 +15,7 @@ import (
 	eventtypes "github.com/moby/moby/api/types/events"
 
 	"github.com/containerd/errdefs"
+
 	"github.com/hutch-engine/hutch/engine/container"
 	"github.com/hutch-engine/hutch/engine/shim"
 	"github.com/hutch-engine/hutch/engine/shim/jsonlog"

@@ -25,6 +25,7 @@ import (
 	"github.com/hutch-engine/hutch/engine/build"
 	"github.com/hutch-engine/hutch/engine/build/buildctx"
 	"github.com/hutch-engine/hutch/engine/container"
+	"github.com/hutch-engine/hutch/engine/images"
 	"github.com/hutch-engine/hutch/engine/imagestore"
 	"github.com/hutch-engine/hutch/engine/spec"
 )
@@ -115,7 +116,7 @@ func (b buildBackend) Image(ctx context.Context, ref string, pull bool, out buil
 	if strings.HasPrefix(ref, "sha256:") {
 		return build.Image{}, errdefs.ErrNotFound.WithMessage("No such image: " + ref)
 	}
-	if err := b.e.ImagePull(ctx, PullRequest{FromImage: ref, Auth: b.authFor(ref)}, out.Progress); err != nil {
+	if err := b.e.ImagePull(ctx, images.PullRequest{FromImage: ref, Auth: b.authFor(ref)}, out.Progress); err != nil {
 		return build.Image{}, err
 	}
 	id, cfg, err := store.ContainerImage(ctx, ref)
@@ -330,7 +331,7 @@ func (b buildBackend) Cached(ctx context.Context, parent, createdBy string, cfg 
 func (b buildBackend) Tag(ctx context.Context, id, ref string) error {
 	named, err := reference.ParseNormalizedNamed(ref)
 	if err != nil {
-		return invalidReference(err)
+		return images.InvalidReference(err)
 	}
 	tagged, ok := reference.TagNameOnly(named).(reference.NamedTagged)
 	if !ok {

@@ -11,11 +11,12 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/hutch-engine/hutch/engine/imagestore"
+	"github.com/hutch-engine/hutch/engine/imagestore/imagestoretest"
 )
 
 // stepImage is an image a build step made on parent.
 func stepImage(n int, parent, createdBy string, cfg *containertypes.Config, created time.Time) *imagestore.Image {
-	img := fakeImage(n)
+	img := imagestoretest.Image(n)
 	img.Parent, img.Created = parent, created
 	img.Config = &dockerspec.DockerOCIImage{
 		Image:  ocispec.Image{History: []ocispec.History{{CreatedBy: "base"}, {CreatedBy: createdBy}}},
@@ -30,7 +31,7 @@ func TestBuildCached(t *testing.T) {
 	other := &containertypes.Config{Env: []string{"A=2"}, Cmd: []string{"sh"}}
 	old := stepImage(1, "sha256:p", "/bin/sh -c #(nop)  ENV A=1", cfg, now.Add(-time.Hour))
 	newer := stepImage(2, "sha256:p", "/bin/sh -c #(nop)  ENV A=1", cfg, now)
-	imgs := newFakeImages(old, newer,
+	imgs := imagestoretest.New(old, newer,
 		stepImage(3, "sha256:q", "/bin/sh -c #(nop)  ENV A=1", cfg, now),   // another parent
 		stepImage(4, "sha256:p", "/bin/sh -c #(nop)  ENV A=2", other, now), // another step
 		stepImage(5, "sha256:p", "/bin/sh -c #(nop)  ENV A=1", other, now), // another config

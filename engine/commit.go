@@ -18,6 +18,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/hutch-engine/hutch/engine/container"
+	"github.com/hutch-engine/hutch/engine/images"
 	"github.com/hutch-engine/hutch/engine/imagestore"
 	"github.com/hutch-engine/hutch/engine/spec"
 )
@@ -56,7 +57,7 @@ func (e *Engine) ContainerCommit(ctx context.Context, req CommitRequest) (string
 	if err != nil {
 		return "", err
 	}
-	named, err := repoTagReference(req.Repo, req.Tag)
+	named, err := images.RepoTagReference(req.Repo, req.Tag)
 	if err != nil {
 		return "", err
 	}

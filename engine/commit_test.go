@@ -13,13 +13,12 @@ import (
 	"github.com/containerd/errdefs"
 	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
 	containertypes "github.com/moby/moby/api/types/container"
-	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/moby/moby/api/types/network"
-	"github.com/moby/moby/api/types/registry"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/hutch-engine/hutch/engine/container"
 	"github.com/hutch-engine/hutch/engine/imagestore"
+	"github.com/hutch-engine/hutch/engine/imagestore/imagestoretest"
 )
 
 func TestCommitConfig(t *testing.T) {
@@ -137,15 +136,14 @@ func TestRuntimeArtifacts(t *testing.T) {
 	}
 }
 
-// commitStore is an ImageStore for commit and push: one source image,
+// commitStore is an image store for commit: one source image,
 // the rootfs's changes, and what was asked of it.
 type commitStore struct {
-	*fakeImages
+	*imagestoretest.Fake
 	base    *dockerspec.DockerOCIImage
 	changes []containertypes.FilesystemChange
 	rootfs  string
 	got     *imagestore.CommitImage
-	pushed  []string
 }
 
 func (s *commitStore) ContainerImage(_ context.Context, ref string) (string, *dockerspec.DockerOCIImage, error) {
@@ -164,12 +162,6 @@ func (s *commitStore) CommitImage(_ context.Context, rootfsID string, img images
 	return "sha256:new", nil
 }
 
-func (s *commitStore) PushImage(_ context.Context, id, name string, _ registry.AuthConfig, progress func(jsonstream.Message)) error {
-	s.pushed = append(s.pushed, id+" "+name)
-	progress(jsonstream.Message{Status: "pushed " + name})
-	return nil
-}
-
 // commitEngine is an Engine over a commitStore, with one stopped and one
 // running container made from the source image.
 func commitEngine(t *testing.T) (*Engine, *commitStore, *container.Container, *container.Container) {
@@ -183,7 +175,7 @@ func commitEngine(t *testing.T) (*Engine, *commitStore, *container.Container, *c
 		Platform: ocispec.Platform{OS: "linux", Architecture: "arm64"},
 		History:  []ocispec.History{{Created: &created, CreatedBy: "base"}},
 	}}
-	store := &commitStore{fakeImages: newFakeImages(), base: base, changes: []containertypes.FilesystemChange{
+	store := &commitStore{Fake: imagestoretest.New(), base: base, changes: []containertypes.FilesystemChange{
 		{Path: "/etc", Kind: containertypes.ChangeModify}, {Path: "/etc/hosts", Kind: containertypes.ChangeAdd},
 		{Path: "/file", Kind: containertypes.ChangeAdd},
 	}}
@@ -268,58 +260,5 @@ func TestContainerChanges(t *testing.T) {
 	}
 	if _, err := e.ContainerChanges(context.Background(), "nope"); !errdefs.IsNotFound(err) {
 		t.Errorf("changes of a missing container: %v", err)
-	}
-}
-
-func TestImagePush(t *testing.T) {
-	a, b := fakeImage(1, "127.0.0.1:5000/x:1", "127.0.0.1:5000/x:2"), fakeImage(2, "127.0.0.1:5000/x:latest", "docker.io/library/other:1")
-	tests := []struct {
-		name   string
-		req    PushRequest
-		pushed []string
-		class  error
-	}{
-		{"a tag", PushRequest{Name: "127.0.0.1:5000/x", Tag: "2"}, []string{a.ID + " 127.0.0.1:5000/x:2"}, nil},
-		{"a tag in the name", PushRequest{Name: "127.0.0.1:5000/x:latest"}, []string{b.ID + " 127.0.0.1:5000/x:latest"}, nil},
-		{"every tag of the repository", PushRequest{Name: "127.0.0.1:5000/x"},
-			[]string{a.ID + " 127.0.0.1:5000/x:1", a.ID + " 127.0.0.1:5000/x:2", b.ID + " 127.0.0.1:5000/x:latest"}, nil},
-		{"unknown tag", PushRequest{Name: "127.0.0.1:5000/x", Tag: "3"}, nil, errdefs.ErrNotFound},
-		{"unknown repository", PushRequest{Name: "nope"}, nil, errdefs.ErrNotFound},
-		{"bad name", PushRequest{Name: "UPPER"}, nil, errdefs.ErrInvalidArgument},
-		{"bad tag", PushRequest{Name: "x", Tag: "a:b"}, nil, errdefs.ErrInvalidArgument},
-		{"digest", PushRequest{Name: "x@sha256:" + strings.Repeat("a", 64)}, nil, errdefs.ErrInvalidArgument},
-		{"no registry host", PushRequest{Name: "a_b.c/d", Tag: "1"}, nil, errdefs.ErrInvalidArgument},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			store := &commitStore{fakeImages: newFakeImages(a, b)}
-			e := &Engine{images: store, log: slog.New(slog.DiscardHandler)}
-			var msgs []string
-			err := e.ImagePush(context.Background(), tc.req, func(m jsonstream.Message) { msgs = append(msgs, m.Status) })
-			if tc.class != nil {
-				if !errors.Is(err, tc.class) || len(msgs) > 0 || len(store.pushed) > 0 {
-					t.Errorf("err = %v (messages %q, pushed %q), want %v before any message", err, msgs, store.pushed, tc.class)
-				}
-				return
-			}
-			if err != nil || !slices.Equal(store.pushed, tc.pushed) {
-				t.Fatalf("pushed %q, %v; want %q", store.pushed, err, tc.pushed)
-			}
-			if len(msgs) == 0 || msgs[0] != "The push refers to repository [127.0.0.1:5000/x]" {
-				t.Errorf("stream = %q", msgs)
-			}
-		})
-	}
-}
-
-func TestImageInspectParent(t *testing.T) {
-	parent, child := fakeImage(1), fakeImage(2, "docker.io/library/child:1")
-	child.Parent = parent.ID
-	e := listEngine(t, "", parent, child)
-	for _, tc := range []struct{ ref, want string }{{"child:1", parent.ID}, {parent.ID, ""}} {
-		resp, err := e.ImageInspect(context.Background(), tc.ref, nil)
-		if err != nil || resp.Parent != tc.want {
-			t.Errorf("inspect %s: Parent %q, %v; want %q", tc.ref, resp.Parent, err, tc.want)
-		}
 	}
 }

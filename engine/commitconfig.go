@@ -5,9 +5,11 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/hutch-engine/hutch/engine/spec"
 	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
 	containertypes "github.com/moby/moby/api/types/container"
+
+	"github.com/hutch-engine/hutch/engine/images"
+	"github.com/hutch-engine/hutch/engine/spec"
 )
 
 // commitConfig builds the config of a committed image as Docker does: the
@@ -23,7 +25,7 @@ func commitConfig(body *containertypes.Config, changes []string, ctr *containert
 		user = ctr
 	}
 	cfg := imageConfigOf(user)
-	if err := applyChanges(&cfg, changes); err != nil {
+	if err := images.ApplyChanges(&cfg, changes); err != nil {
 		return dockerspec.DockerOCIImageConfig{}, err
 	}
 	mergeCommit(&cfg, imageConfigOf(ctr))

@@ -15,6 +15,7 @@ import (
 	"github.com/hutch-engine/hutch/engine/container"
 	"github.com/hutch-engine/hutch/engine/events"
 	"github.com/hutch-engine/hutch/engine/imagestore"
+	"github.com/hutch-engine/hutch/engine/imagestore/imagestoretest"
 )
 
 // newListEngine is an engine with a container store and images, for the
@@ -25,7 +26,7 @@ func newListEngine(t *testing.T, imgs ...*imagestore.Image) *Engine {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Engine{images: newFakeImages(imgs...), containers: cs, runs: newRuns(), restarts: newRestarts(), events: events.New(), log: slog.New(slog.DiscardHandler)}
+	return &Engine{images: imagestoretest.New(imgs...), containers: cs, runs: newRuns(), restarts: newRestarts(), events: events.New(), log: slog.New(slog.DiscardHandler)}
 }
 
 // addContainer records a container named name of image id, with labels,
@@ -69,12 +70,12 @@ func names(list []containertypes.Summary) []string {
 // images committed or built from it, at any depth, as Docker's
 // populateImageFilterByParents.
 func TestContainerListAncestor(t *testing.T) {
-	base := fakeImage(1, busyTag)
-	child := fakeImage(2, otherTag)
+	base := imagestoretest.Image(1, "docker.io/library/busybox:latest")
+	child := imagestoretest.Image(2, "docker.io/library/other:1")
 	child.Parent = base.ID
-	grandchild := fakeImage(3)
+	grandchild := imagestoretest.Image(3)
 	grandchild.Parent = child.ID
-	unrelated := fakeImage(4, "docker.io/library/alpine:latest")
+	unrelated := imagestoretest.Image(4, "docker.io/library/alpine:latest")
 	e := newListEngine(t, base, child, grandchild, unrelated)
 	now := time.Now()
 	addContainer(t, e, "base", base.ID, nil, now, "running")

@@ -6,6 +6,8 @@ import (
 	containertypes "github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/image"
 	volumetypes "github.com/moby/moby/api/types/volume"
+
+	"github.com/hutch-engine/hutch/engine/images"
 )
 
 // DiskUsage is what GET /system/df reports: every image, container and
@@ -42,7 +44,7 @@ func (e *Engine) SystemDiskUsage(ctx context.Context) (DiskUsage, error) {
 			}
 		}
 	}
-	if du.Images, err = e.ImageList(ctx, ImageListRequest{All: true, SharedSize: true}); err != nil {
+	if du.Images, err = e.ImageList(ctx, images.ListRequest{All: true, SharedSize: true}); err != nil {
 		return du, err
 	}
 	if du.Containers, err = e.ContainerList(ctx, ListRequest{All: true}); err != nil {

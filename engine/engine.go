@@ -21,6 +21,7 @@ import (
 
 	"github.com/hutch-engine/hutch/engine/container"
 	"github.com/hutch-engine/hutch/engine/events"
+	"github.com/hutch-engine/hutch/engine/images"
 	"github.com/hutch-engine/hutch/engine/imagestore"
 	"github.com/hutch-engine/hutch/engine/networking"
 	"github.com/hutch-engine/hutch/engine/shim"
@@ -76,6 +77,8 @@ type Options struct {
 
 // Engine is the daemon's domain service.
 type Engine struct {
+	// Service serves the image endpoints (package images).
+	*images.Service
 	opts       Options
 	id         string
 	log        *slog.Logger
@@ -137,6 +140,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("volume store: %w", err)
 	}
 	e := &Engine{opts: opts, id: id, log: opts.Logger, images: opts.Images, containers: store, volumes: volumes, events: events.New(), runs: newRuns(), restarts: newRestarts(), host: shim.DetectHost()}
+	e.Service = images.New(images.Options{Store: opts.Images, Containers: store, Events: e.events, Quiesce: e.quiesceRootfs, Log: e.log})
 	e.starts = newStartGate(runtime.NumCPU(), startLease)
 	// Contexts of builds a crash interrupted.
 	if err := os.RemoveAll(e.buildDir()); err != nil {

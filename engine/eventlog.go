@@ -9,10 +9,11 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
-	"github.com/hutch-engine/hutch/engine/container"
-	"github.com/hutch-engine/hutch/engine/events"
 	eventtypes "github.com/moby/moby/api/types/events"
 	mounttypes "github.com/moby/moby/api/types/mount"
+
+	"github.com/hutch-engine/hutch/engine/container"
+	"github.com/hutch-engine/hutch/engine/events"
 )
 
 // EventsRequest is GET /events.

@@ -15,13 +15,14 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
+	containertypes "github.com/moby/moby/api/types/container"
+	eventtypes "github.com/moby/moby/api/types/events"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
 	"github.com/hutch-engine/hutch/engine/container"
 	"github.com/hutch-engine/hutch/engine/shim"
 	"github.com/hutch-engine/hutch/engine/shim/wire"
 	"github.com/hutch-engine/hutch/engine/spec"
-	containertypes "github.com/moby/moby/api/types/container"
-	eventtypes "github.com/moby/moby/api/types/events"
-	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
 // execRetention is how long an exec that ended stays inspectable. Docker

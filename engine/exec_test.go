@@ -10,8 +10,9 @@ import (
 	"testing/iotest"
 
 	"github.com/containerd/errdefs"
-	"github.com/hutch-engine/hutch/engine/spec"
 	containertypes "github.com/moby/moby/api/types/container"
+
+	"github.com/hutch-engine/hutch/engine/spec"
 )
 
 func TestExecEnv(t *testing.T) {

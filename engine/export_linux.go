@@ -10,9 +10,10 @@ import (
 	"slices"
 
 	"github.com/containerd/errdefs"
-	"github.com/hutch-engine/hutch/engine/container"
 	eventtypes "github.com/moby/moby/api/types/events"
 	"golang.org/x/sys/unix"
+
+	"github.com/hutch-engine/hutch/engine/container"
 )
 
 // ContainerExport answers GET /containers/{id}/export (docker export): a

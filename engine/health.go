@@ -10,10 +10,11 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
-	"github.com/hutch-engine/hutch/engine/container"
 	containertypes "github.com/moby/moby/api/types/container"
 	eventtypes "github.com/moby/moby/api/types/events"
 	"golang.org/x/sys/unix"
+
+	"github.com/hutch-engine/hutch/engine/container"
 )
 
 // Health checks, as Docker runs them: a container whose config has a

@@ -6,8 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hutch-engine/hutch/engine/container"
 	containertypes "github.com/moby/moby/api/types/container"
+
+	"github.com/hutch-engine/hutch/engine/container"
 )
 
 func TestProbeConfig(t *testing.T) {

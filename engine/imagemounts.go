@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
-	"slices"
 
 	"github.com/containerd/errdefs"
-	"github.com/hutch-engine/hutch/engine/container"
 	containertypes "github.com/moby/moby/api/types/container"
 	mounttypes "github.com/moby/moby/api/types/mount"
+
+	"github.com/hutch-engine/hutch/engine/container"
 )
 
 // Image mounts (--mount type=image,source=IMAGE,target=…, API 1.48) show
@@ -20,7 +20,7 @@ import (
 // the mount point's Source, with the reference as given as its Name: the
 // mount keeps showing that image when the reference moves or goes (rmi
 // -f), and the image counts as in use until the container is removed
-// (imageUsers). Each start mounts it anew (stageMounts).
+// (package images). Each start mounts it anew (stageMounts).
 
 // imageMountPoint fills mp, the record of image mount m, at create.
 func (e *Engine) imageMountPoint(ctx context.Context, m mounttypes.Mount, mp *containertypes.MountPoint) error {
@@ -64,16 +64,4 @@ func imageSubpathOf(hc *containertypes.HostConfig, dst string) string {
 		}
 	}
 	return ""
-}
-
-// mountedImages are the IDs of the images c's image mounts show, other
-// than its own image.
-func mountedImages(c *container.Container) []string {
-	var out []string
-	for _, mp := range c.Mounts {
-		if mp.Type == mounttypes.TypeImage && mp.Source != c.ImageID && !slices.Contains(out, mp.Source) {
-			out = append(out, mp.Source)
-		}
-	}
-	return out
 }

@@ -9,9 +9,10 @@ import (
 	"strconv"
 
 	"github.com/containerd/errdefs"
+	"golang.org/x/sys/unix"
+
 	"github.com/hutch-engine/hutch/engine/container"
 	"github.com/hutch-engine/hutch/engine/spec"
-	"golang.org/x/sys/unix"
 )
 
 // shmDir is where the /dev/shm of a container with --ipc shareable is

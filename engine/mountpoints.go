@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	eventtypes "github.com/moby/moby/api/types/events"
 	"maps"
 	"os"
 	"path"
@@ -12,12 +11,15 @@ import (
 	"slices"
 	"strings"
 
+	eventtypes "github.com/moby/moby/api/types/events"
+
 	"github.com/containerd/errdefs"
+	containertypes "github.com/moby/moby/api/types/container"
+	mounttypes "github.com/moby/moby/api/types/mount"
+
 	"github.com/hutch-engine/hutch/engine/container"
 	"github.com/hutch-engine/hutch/engine/spec"
 	"github.com/hutch-engine/hutch/engine/volume"
-	containertypes "github.com/moby/moby/api/types/container"
-	mounttypes "github.com/moby/moby/api/types/mount"
 )
 
 // createdMounts is what a container's create made of its mounts.

@@ -5,8 +5,9 @@ import (
 	"fmt"
 
 	"github.com/containerd/errdefs"
-	"github.com/hutch-engine/hutch/engine/container"
 	containertypes "github.com/moby/moby/api/types/container"
+
+	"github.com/hutch-engine/hutch/engine/container"
 )
 
 // sharedNamespace resolves --pid container:<ref> (kind "pid") or --ipc

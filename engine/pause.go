@@ -3,9 +3,11 @@ package engine
 import (
 	"context"
 	"fmt"
+
 	eventtypes "github.com/moby/moby/api/types/events"
 
 	"github.com/containerd/errdefs"
+
 	"github.com/hutch-engine/hutch/engine/container"
 )
 

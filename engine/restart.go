@@ -6,8 +6,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hutch-engine/hutch/engine/container"
 	containertypes "github.com/moby/moby/api/types/container"
+
+	"github.com/hutch-engine/hutch/engine/container"
 )
 
 // Restart policies, as Docker's restart manager applies them:

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/containerd/errdefs"
+
 	"github.com/hutch-engine/hutch/engine/container"
 )
 

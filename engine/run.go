@@ -13,12 +13,13 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
+	eventtypes "github.com/moby/moby/api/types/events"
+
 	"github.com/hutch-engine/hutch/engine/container"
 	"github.com/hutch-engine/hutch/engine/shim"
 	"github.com/hutch-engine/hutch/engine/shim/wire"
 	"github.com/hutch-engine/hutch/engine/spec"
 	"github.com/hutch-engine/hutch/internal/atomicfile"
-	eventtypes "github.com/moby/moby/api/types/events"
 )
 
 // runs tracks the shims of running containers and the attach requests

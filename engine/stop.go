@@ -10,10 +10,11 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
-	"github.com/hutch-engine/hutch/engine/container"
-	"github.com/hutch-engine/hutch/engine/shim"
 	eventtypes "github.com/moby/moby/api/types/events"
 	"golang.org/x/sys/unix"
+
+	"github.com/hutch-engine/hutch/engine/container"
+	"github.com/hutch-engine/hutch/engine/shim"
 )
 
 // StopRequest is POST /containers/{id}/stop and /restart.

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/containerd/errdefs"
+
 	"github.com/hutch-engine/hutch/engine/shim"
 )
 

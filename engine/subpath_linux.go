@@ -9,10 +9,11 @@ import (
 	"strconv"
 
 	"github.com/containerd/errdefs"
-	"github.com/hutch-engine/hutch/engine/container"
 	containertypes "github.com/moby/moby/api/types/container"
 	mounttypes "github.com/moby/moby/api/types/mount"
 	"golang.org/x/sys/unix"
+
+	"github.com/hutch-engine/hutch/engine/container"
 )
 
 // stagedPrefix names the staging points beside a container's bundle.

@@ -8,8 +8,9 @@ import (
 	"testing"
 
 	"github.com/containerd/errdefs"
-	"github.com/hutch-engine/hutch/engine/volume"
 	"golang.org/x/sys/unix"
+
+	"github.com/hutch-engine/hutch/engine/volume"
 )
 
 // A subpath resolves inside its volume or image as Docker's safepath

@@ -9,11 +9,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hutch-engine/hutch/engine/container"
-	"github.com/hutch-engine/hutch/version"
 	"github.com/moby/moby/api/types/swarm"
 	"github.com/moby/moby/api/types/system"
 	"golang.org/x/sys/unix"
+
+	"github.com/hutch-engine/hutch/engine/container"
+	"github.com/hutch-engine/hutch/version"
 )
 
 // Info answers GET /info.

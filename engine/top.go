@@ -13,11 +13,12 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
-	"github.com/hutch-engine/hutch/engine/container"
-	"github.com/hutch-engine/hutch/internal/procstat"
 	containertypes "github.com/moby/moby/api/types/container"
 	eventtypes "github.com/moby/moby/api/types/events"
 	"golang.org/x/sys/unix"
+
+	"github.com/hutch-engine/hutch/engine/container"
+	"github.com/hutch-engine/hutch/internal/procstat"
 )
 
 // ContainerTop lists the processes of a running container, as `ps -ef`

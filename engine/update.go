@@ -5,9 +5,10 @@ import (
 	"fmt"
 
 	"github.com/containerd/errdefs"
-	"github.com/hutch-engine/hutch/engine/container"
 	containertypes "github.com/moby/moby/api/types/container"
 	eventtypes "github.com/moby/moby/api/types/events"
+
+	"github.com/hutch-engine/hutch/engine/container"
 )
 
 // ContainerUpdate answers POST /containers/{id}/update (docker update):

@@ -3,16 +3,18 @@ package engine
 import (
 	"context"
 	"fmt"
-	eventtypes "github.com/moby/moby/api/types/events"
 	"slices"
 	"strings"
 	"time"
 
+	eventtypes "github.com/moby/moby/api/types/events"
+
 	"github.com/containerd/errdefs"
-	"github.com/hutch-engine/hutch/engine/container"
-	"github.com/hutch-engine/hutch/engine/volume"
 	mounttypes "github.com/moby/moby/api/types/mount"
 	volumetypes "github.com/moby/moby/api/types/volume"
+
+	"github.com/hutch-engine/hutch/engine/container"
+	"github.com/hutch-engine/hutch/engine/volume"
 )
 
 // localDriver is the only volume driver: a directory in the data root.

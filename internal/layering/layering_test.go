@@ -20,6 +20,7 @@ var rules = []struct {
 	{"engine/networking", []string{"engine/container", "internal/..."}, "the network service's contract is a leaf"},
 	{"engine/container", []string{"internal/..."}, "the container record is a leaf"},
 	{"engine/spec", []string{"internal/..."}, "the spec builder is a leaf"},
+	{"engine/images", []string{"engine/images/...", "engine/imagestore/...", "engine/container", "engine/events", "engine/build/buildctx", "internal/..."}, "the image service works on the store's contract and the container records"},
 	{"storage", []string{"storage/...", "engine/imagestore", "internal/...", "version"}, "storage implements engine/imagestore and links nothing else of the engine"},
 	{"engine/network", []string{"engine/network/...", "engine/networking", "engine/container", "internal/..."}, "the network service implements engine/networking"},
 	{"rootless/network", []string{"rootless/network/...", "engine/network", "engine/networking", "engine/container", "internal/..."}, "the network driver links the network service only"},

@@ -1,4 +1,4 @@
-package engine
+package images
 
 import (
 	"context"
@@ -20,7 +20,7 @@ var searchFilters = map[string]bool{"is-automated": true, "is-official": true, "
 // nothing without asking (the field is deprecated and always false),
 // is-official keeps those whose mark is the value given, stars those with
 // at least the largest count given.
-func (e *Engine) SearchImages(ctx context.Context, term string, limit int, filterJSON string, auth registry.AuthConfig) ([]registry.SearchResult, error) {
+func (s *Service) SearchImages(ctx context.Context, term string, limit int, filterJSON string, auth registry.AuthConfig) ([]registry.SearchResult, error) {
 	f, err := container.ParseFiltersOf(filterJSON, searchFilters)
 	if err != nil {
 		return nil, err
@@ -44,7 +44,7 @@ func (e *Engine) SearchImages(ctx context.Context, term string, limit int, filte
 		}
 		stars = max(stars, n)
 	}
-	store, err := e.imageStore()
+	store, err := s.imageStore()
 	if err != nil {
 		return nil, err
 	}

@@ -1,102 +1,20 @@
-package engine
+package images
 
 import (
 	"context"
-	"fmt"
-	"log/slog"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/containerd/errdefs"
-	"github.com/distribution/reference"
 	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
 	"github.com/moby/moby/api/types/image"
 	"github.com/opencontainers/go-digest"
 
 	"github.com/hutch-engine/hutch/engine/container"
 	"github.com/hutch-engine/hutch/engine/imagestore"
+	"github.com/hutch-engine/hutch/engine/imagestore/imagestoretest"
 )
-
-// fakeImages is an in-memory ImageStore for the image service's rules.
-// Methods the tests do not need panic through the nil embedded interface.
-type fakeImages struct {
-	imagestore.Store
-	imgs  map[string]*imagestore.Image // by ID
-	inUse map[string]bool              // IDs a rootfs uses: DeleteImage refuses them
-}
-
-func newFakeImages(imgs ...*imagestore.Image) *fakeImages {
-	f := &fakeImages{imgs: map[string]*imagestore.Image{}, inUse: map[string]bool{}}
-	for _, img := range imgs {
-		f.imgs[img.ID] = img
-	}
-	return f
-}
-
-// fakeImage makes an image with one layer of its own and refs.
-func fakeImage(n int, refs ...string) *imagestore.Image {
-	d := digest.FromString(fmt.Sprint("layer", n))
-	return &imagestore.Image{
-		ID:     digest.FromString(fmt.Sprint("config", n)).String(),
-		Refs:   refs,
-		Layers: []imagestore.Layer{{ID: "L" + d.Encoded(), DiffID: d, Size: 100}},
-	}
-}
-
-func (f *fakeImages) ListImages(context.Context) ([]imagestore.Image, error) {
-	var out []imagestore.Image
-	for _, img := range f.imgs {
-		out = append(out, *img)
-	}
-	slices.SortFunc(out, func(a, b imagestore.Image) int { return strings.Compare(a.ID, b.ID) })
-	return out, nil
-}
-
-func (f *fakeImages) LookupImage(_ context.Context, ref string) (*imagestore.Image, error) {
-	if img, ok := f.imgs[ref]; ok {
-		c := *img
-		return &c, nil
-	}
-	if named, err := reference.ParseNormalizedNamed(ref); err == nil {
-		want := reference.TagNameOnly(named).String()
-		if _, ok := named.(reference.Canonical); ok {
-			want = named.String()
-		}
-		for _, img := range f.imgs {
-			if slices.Contains(img.Refs, want) {
-				c := *img
-				return &c, nil
-			}
-		}
-	}
-	for id, img := range f.imgs {
-		if strings.HasPrefix(strings.TrimPrefix(id, "sha256:"), ref) {
-			c := *img
-			return &c, nil
-		}
-	}
-	return nil, errdefs.ErrNotFound.WithMessage("No such image: " + ref)
-}
-
-func (f *fakeImages) UntagImage(_ context.Context, id, ref string) error {
-	img := f.imgs[id]
-	img.Refs = slices.DeleteFunc(img.Refs, func(r string) bool { return r == ref })
-	return nil
-}
-
-func (f *fakeImages) DeleteImage(_ context.Context, id string) ([]string, error) {
-	if f.inUse[id] {
-		return nil, fmt.Errorf("image %s is used by a container: %w", id, errdefs.ErrConflict)
-	}
-	img := f.imgs[id]
-	delete(f.imgs, id)
-	var layers []string
-	for _, l := range img.Layers {
-		layers = append(layers, l.ID)
-	}
-	return layers, nil
-}
 
 const (
 	busyTag  = "docker.io/library/busybox:latest"
@@ -107,7 +25,7 @@ const (
 func TestImageRemoveRules(t *testing.T) {
 	stopped := &container.Container{ID: strings.Repeat("c", 64)}
 	running := &container.Container{ID: strings.Repeat("d", 64), State: container.State{Status: container.StatusRunning}}
-	img := fakeImage(1, busyTag, busyDig)
+	img := imagestoretest.Image(1, busyTag, busyDig)
 	short := img.ID[7:19]
 	chain := img.Layers[0].DiffID.String() // one layer: the chain ID is its DiffID
 	tests := []struct {
@@ -172,9 +90,9 @@ func TestImageRemoveRules(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			im := fakeImage(1, tc.refs...)
-			store := newFakeImages(im)
-			store.inUse[im.ID] = len(tc.users) > 0
+			im := imagestoretest.Image(1, tc.refs...)
+			store := imagestoretest.New(im)
+			store.InUse[im.ID] = len(tc.users) > 0
 			d := &imageDeleter{store: store, users: map[string][]*container.Container{im.ID: tc.users}}
 			var recs []image.DeleteResponse
 			err := d.remove(context.Background(), tc.ref, tc.force, true, &recs)
@@ -188,7 +106,7 @@ func TestImageRemoveRules(t *testing.T) {
 			if !slices.Equal(recs, tc.want) {
 				t.Errorf("records = %+v\nwant %+v", recs, tc.want)
 			}
-			left, gone := store.imgs[im.ID]
+			left, gone := store.Imgs[im.ID]
 			if gone = !gone; gone != tc.wantGone {
 				t.Fatalf("image gone = %v", gone)
 			}
@@ -201,7 +119,7 @@ func TestImageRemoveRules(t *testing.T) {
 		})
 	}
 	t.Run("missing", func(t *testing.T) {
-		d := &imageDeleter{store: newFakeImages(), users: map[string][]*container.Container{}}
+		d := &imageDeleter{store: imagestoretest.New(), users: map[string][]*container.Container{}}
 		if err := d.remove(context.Background(), "nope", false, true, new([]image.DeleteResponse)); !errdefs.IsNotFound(err) {
 			t.Errorf("err = %v", err)
 		}
@@ -210,11 +128,11 @@ func TestImageRemoveRules(t *testing.T) {
 
 func TestImagePruneRules(t *testing.T) {
 	ctx := context.Background()
-	dangling := fakeImage(1)
-	digestOnly := fakeImage(2, busyDig)
-	tagged := fakeImage(3, otherTag)
-	used := fakeImage(4)
-	labeled := fakeImage(5)
+	dangling := imagestoretest.Image(1)
+	digestOnly := imagestoretest.Image(2, busyDig)
+	tagged := imagestoretest.Image(3, otherTag)
+	used := imagestoretest.Image(4)
+	labeled := imagestoretest.Image(5)
 	labeled.Config = &dockerspec.DockerOCIImage{}
 	labeled.Config.Config.Labels = map[string]string{"keep": "no"}
 	all := []*imagestore.Image{dangling, digestOnly, tagged, used, labeled}
@@ -238,7 +156,7 @@ func TestImagePruneRules(t *testing.T) {
 				c.Created = c.Created.AddDate(2024, 0, 0)
 				copies = append(copies, &c)
 			}
-			store := newFakeImages(copies...)
+			store := imagestoretest.New(copies...)
 			cs, err := container.NewStore(t.TempDir())
 			if err != nil {
 				t.Fatal(err)
@@ -246,7 +164,7 @@ func TestImagePruneRules(t *testing.T) {
 			if err := cs.Create(ctx, &container.Container{ImageID: used.ID}); err != nil {
 				t.Fatal(err)
 			}
-			e := &Engine{images: store, containers: cs, log: slog.New(slog.DiscardHandler)}
+			e := New(Options{Store: store, Containers: cs})
 			rep, err := e.ImagePrune(ctx, tc.filters)
 			if err != nil {
 				t.Fatal(err)
@@ -266,12 +184,12 @@ func TestImagePruneRules(t *testing.T) {
 			if rep.SpaceReclaimed != uint64(100*len(want)) {
 				t.Errorf("SpaceReclaimed = %d", rep.SpaceReclaimed)
 			}
-			if store.imgs[used.ID] == nil {
+			if store.Imgs[used.ID] == nil {
 				t.Error("an image a container uses was pruned")
 			}
 		})
 	}
-	e := &Engine{images: newFakeImages(), log: slog.New(slog.DiscardHandler)}
+	e := New(Options{Store: imagestoretest.New()})
 	for _, f := range []string{`{"nope":["x"]}`, `{"dangling":["maybe"]}`, `{"until":["a","b"]}`, `{"until":["yesterday"]}`, `{`} {
 		if _, err := e.ImagePrune(ctx, f); !errdefs.IsInvalidArgument(err) {
 			t.Errorf("prune %s = %v, want invalid argument", f, err)

@@ -1,4 +1,4 @@
-package engine
+package images
 
 import (
 	"encoding/json"
@@ -85,7 +85,7 @@ func TestApplyChanges(t *testing.T) {
 			if tc.base != nil {
 				tc.base(&got)
 			}
-			if err := applyChanges(&got, tc.changes); err != nil {
+			if err := ApplyChanges(&got, tc.changes); err != nil {
 				t.Fatal(err)
 			}
 			if !reflect.DeepEqual(got, tc.want) {
@@ -123,7 +123,7 @@ func TestApplyChangesErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.change, func(t *testing.T) {
 			var cfg dockerspec.DockerOCIImageConfig
-			err := applyChanges(&cfg, []string{tc.change})
+			err := ApplyChanges(&cfg, []string{tc.change})
 			if !errdefs.IsInvalidArgument(err) || !strings.Contains(err.Error(), tc.msg) {
 				t.Errorf("err = %v, want invalid argument with %q", err, tc.msg)
 			}
@@ -141,7 +141,7 @@ func FuzzApplyChanges(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, change string) {
 		var cfg dockerspec.DockerOCIImageConfig
-		err := applyChanges(&cfg, []string{change})
+		err := ApplyChanges(&cfg, []string{change})
 		if err != nil {
 			if !errdefs.IsInvalidArgument(err) {
 				t.Fatalf("error of another class: %v", err)

@@ -1,4 +1,4 @@
-package engine
+package images
 
 import (
 	"encoding/json"
@@ -15,7 +15,7 @@ import (
 
 // The "changes" of docker import and docker commit (-c) are Dockerfile
 // instructions applied to the image config. Docker accepts the ones that
-// only change the config; so does applyChanges. As Docker's builder does,
+// only change the config; so does ApplyChanges. As Docker's builder does,
 // ENV, LABEL, EXPOSE, USER, WORKDIR, STOPSIGNAL and VOLUME expand
 // $VARIABLES against the config's environment as it stands, earlier
 // changes' ENV included: "ENV PATH=/x:$PATH" prepends to the image's
@@ -41,10 +41,10 @@ var changeInstructions = map[string]func(*changeState, string) error{
 	"healthcheck": (*changeState).healthcheck,
 }
 
-// applyChanges applies Dockerfile instructions ("CMD [\"sh\"]",
+// ApplyChanges applies Dockerfile instructions ("CMD [\"sh\"]",
 // "ENV A=b C=d") to cfg. A change may hold several lines. Errors are
 // errdefs.ErrInvalidArgument.
-func applyChanges(cfg *dockerspec.DockerOCIImageConfig, changes []string) error {
+func ApplyChanges(cfg *dockerspec.DockerOCIImageConfig, changes []string) error {
 	st := &changeState{cfg: cfg, lex: shell.NewLex('\\')}
 	for _, change := range changes {
 		// The lexer reports invalid UTF-8 on the daemon's stderr; what it

@@ -1,9 +1,8 @@
-package engine
+package images
 
 import (
 	"context"
 	"io"
-	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,22 +14,23 @@ import (
 
 	"github.com/hutch-engine/hutch/engine/container"
 	"github.com/hutch-engine/hutch/engine/imagestore"
+	"github.com/hutch-engine/hutch/engine/imagestore/imagestoretest"
 )
 
 // nameStore records every name the engine hands the image store.
 type nameStore struct {
-	*fakeImages
+	*imagestoretest.Fake
 	tagged, pushed, untagged, saved []string
 }
 
 func (s *nameStore) TagImage(ctx context.Context, id, name string) error {
 	s.tagged = append(s.tagged, name)
-	return s.fakeImages.TagImage(ctx, id, name)
+	return s.Fake.TagImage(ctx, id, name)
 }
 
 func (s *nameStore) UntagImage(ctx context.Context, id, ref string) error {
 	s.untagged = append(s.untagged, ref)
-	return s.fakeImages.UntagImage(ctx, id, ref)
+	return s.Fake.UntagImage(ctx, id, ref)
 }
 
 func (s *nameStore) PushImage(_ context.Context, _, name string, _ registry.AuthConfig, _ func(jsonstream.Message)) error {
@@ -64,12 +64,12 @@ func FuzzImageNames(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		img := fakeImage(1, busyTag, busyDig, otherTag)
-		store := &nameStore{fakeImages: newFakeImages(img)}
-		e := &Engine{images: store, containers: cs, log: slog.New(slog.DiscardHandler)}
+		img := imagestoretest.Image(1, busyTag, busyDig, otherTag)
+		store := &nameStore{Fake: imagestoretest.New(img)}
+		e := New(Options{Store: store, Containers: cs})
 		ctx := context.Background()
 
-		named, err := repoTagReference(repo, tag)
+		named, err := RepoTagReference(repo, tag)
 		switch {
 		case err != nil:
 			checkNameRefusal(t, "commit/import", err)
@@ -95,7 +95,7 @@ func FuzzImageNames(f *testing.F) {
 			checkNameRefusal(t, "save", err)
 		}
 		// An ID prefix of an image with several repositories is a conflict.
-		if _, err := e.ImageRemove(ctx, ref, ImageRemoveRequest{}); err != nil && !errdefs.IsConflict(err) {
+		if _, err := e.ImageRemove(ctx, ref, RemoveRequest{}); err != nil && !errdefs.IsConflict(err) {
 			checkNameRefusal(t, "rmi", err)
 		}
 		for _, n := range store.tagged {

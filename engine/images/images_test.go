@@ -1,8 +1,7 @@
-package engine
+package images
 
 import (
 	"context"
-	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -14,21 +13,12 @@ import (
 
 	"github.com/hutch-engine/hutch/engine/container"
 	"github.com/hutch-engine/hutch/engine/imagestore"
+	"github.com/hutch-engine/hutch/engine/imagestore/imagestoretest"
 )
 
-func (f *fakeImages) Driver() string { return "overlay" }
-
-func (f *fakeImages) TagImage(_ context.Context, id, name string) error {
-	for _, img := range f.imgs {
-		img.Refs = slices.DeleteFunc(img.Refs, func(r string) bool { return r == name })
-	}
-	f.imgs[id].Refs = append(f.imgs[id].Refs, name)
-	return nil
-}
-
-// listEngine is an Engine over fake images, with a container made from
+// listService is an image service over fake images, with a container made from
 // the image used.
-func listEngine(t *testing.T, used string, imgs ...*imagestore.Image) *Engine {
+func listService(t *testing.T, used string, imgs ...*imagestore.Image) *Service {
 	t.Helper()
 	cs, err := container.NewStore(t.TempDir())
 	if err != nil {
@@ -39,20 +29,20 @@ func listEngine(t *testing.T, used string, imgs ...*imagestore.Image) *Engine {
 			t.Fatal(err)
 		}
 	}
-	return &Engine{images: newFakeImages(imgs...), containers: cs, log: slog.New(slog.DiscardHandler)}
+	return New(Options{Store: imagestoretest.New(imgs...), Containers: cs})
 }
 
 func TestImageList(t *testing.T) {
 	day := func(n int) time.Time { return time.Date(2024, 1, n, 0, 0, 0, 0, time.UTC) }
-	old := fakeImage(1, busyTag, busyDig)
+	old := imagestoretest.Image(1, busyTag, busyDig)
 	old.Created = day(1)
-	mid := fakeImage(2) // dangling
+	mid := imagestoretest.Image(2) // dangling
 	mid.Created = day(2)
 	mid.Config = &dockerspec.DockerOCIImage{}
 	mid.Config.Config.Labels = map[string]string{"stage": "build"}
-	parent := fakeImage(3) // an untagged image a commit was made from
+	parent := imagestoretest.Image(3) // an untagged image a commit was made from
 	parent.Created = day(3)
-	child := fakeImage(4, otherTag)
+	child := imagestoretest.Image(4, otherTag)
 	child.Created, child.Parent = day(4), parent.ID
 	ids := func(all ...*imagestore.Image) []string {
 		var out []string
@@ -63,30 +53,30 @@ func TestImageList(t *testing.T) {
 	}
 	tests := []struct {
 		name    string
-		req     ImageListRequest
+		req     ListRequest
 		want    []string
 		wantErr bool
 	}{
-		{"default hides intermediate images, newest first", ImageListRequest{}, ids(child, mid, old), false},
-		{"all", ImageListRequest{All: true}, ids(child, parent, mid, old), false},
-		{"dangling", ImageListRequest{Filters: `{"dangling":["true"]}`}, ids(mid), false},
-		{"not dangling", ImageListRequest{Filters: `{"dangling":["false"]}`}, ids(child, old), false},
-		{"reference", ImageListRequest{Filters: `{"reference":["busy*"]}`}, ids(old), false},
-		{"reference, canonical name", ImageListRequest{Filters: `{"reference":["docker.io/library/busybox"]}`}, ids(old), false},
-		{"reference, canonical tag glob", ImageListRequest{Filters: `{"reference":["docker.io/library/busybox:*"]}`}, ids(old), false},
-		{"reference, canonical tag", ImageListRequest{Filters: `{"reference":["docker.io/library/busybox:latest"]}`}, ids(old), false},
-		{"reference, other canonical name", ImageListRequest{Filters: `{"reference":["docker.io/library/nope"]}`}, nil, false},
-		{"reference, bad pattern", ImageListRequest{Filters: `{"reference":["["]}`}, nil, true},
-		{"label", ImageListRequest{Filters: `{"label":["stage=build"]}`}, ids(mid), false},
-		{"before", ImageListRequest{Filters: `{"before":["other:1"]}`}, ids(mid, old), false},
-		{"since", ImageListRequest{Filters: `{"since":["busybox"]}`}, ids(child, mid), false},
-		{"until", ImageListRequest{Filters: `{"until":["2024-01-02T12:00:00Z"]}`}, ids(mid, old), false},
-		{"before a missing image", ImageListRequest{Filters: `{"before":["nope"]}`}, nil, true},
-		{"unknown filter", ImageListRequest{Filters: `{"size":["1"]}`}, nil, true},
+		{"default hides intermediate images, newest first", ListRequest{}, ids(child, mid, old), false},
+		{"all", ListRequest{All: true}, ids(child, parent, mid, old), false},
+		{"dangling", ListRequest{Filters: `{"dangling":["true"]}`}, ids(mid), false},
+		{"not dangling", ListRequest{Filters: `{"dangling":["false"]}`}, ids(child, old), false},
+		{"reference", ListRequest{Filters: `{"reference":["busy*"]}`}, ids(old), false},
+		{"reference, canonical name", ListRequest{Filters: `{"reference":["docker.io/library/busybox"]}`}, ids(old), false},
+		{"reference, canonical tag glob", ListRequest{Filters: `{"reference":["docker.io/library/busybox:*"]}`}, ids(old), false},
+		{"reference, canonical tag", ListRequest{Filters: `{"reference":["docker.io/library/busybox:latest"]}`}, ids(old), false},
+		{"reference, other canonical name", ListRequest{Filters: `{"reference":["docker.io/library/nope"]}`}, nil, false},
+		{"reference, bad pattern", ListRequest{Filters: `{"reference":["["]}`}, nil, true},
+		{"label", ListRequest{Filters: `{"label":["stage=build"]}`}, ids(mid), false},
+		{"before", ListRequest{Filters: `{"before":["other:1"]}`}, ids(mid, old), false},
+		{"since", ListRequest{Filters: `{"since":["busybox"]}`}, ids(child, mid), false},
+		{"until", ListRequest{Filters: `{"until":["2024-01-02T12:00:00Z"]}`}, ids(mid, old), false},
+		{"before a missing image", ListRequest{Filters: `{"before":["nope"]}`}, nil, true},
+		{"unknown filter", ListRequest{Filters: `{"size":["1"]}`}, nil, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			e := listEngine(t, old.ID, old, mid, parent, child)
+			e := listService(t, old.ID, old, mid, parent, child)
 			list, err := e.ImageList(context.Background(), tc.req)
 			if tc.wantErr {
 				if err == nil {
@@ -106,8 +96,8 @@ func TestImageList(t *testing.T) {
 			}
 		})
 	}
-	e := listEngine(t, old.ID, old, mid, parent, child)
-	list, err := e.ImageList(context.Background(), ImageListRequest{SharedSize: true})
+	e := listService(t, old.ID, old, mid, parent, child)
+	list, err := e.ImageList(context.Background(), ListRequest{SharedSize: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +113,7 @@ func TestImageList(t *testing.T) {
 
 func TestImageInspectHistoryTag(t *testing.T) {
 	created := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
-	img := fakeImage(1, busyTag, busyDig)
+	img := imagestoretest.Image(1, busyTag, busyDig)
 	img.Comment, img.Created = "imported", created
 	img.DriverData = map[string]string{"UpperDir": "/x"}
 	img.Config = &dockerspec.DockerOCIImage{Image: ocispec.Image{
@@ -135,7 +125,7 @@ func TestImageInspectHistoryTag(t *testing.T) {
 		},
 	}}
 	img.Config.Config.Cmd = []string{"sh"}
-	e := listEngine(t, "", img)
+	e := listService(t, "", img)
 	ctx := context.Background()
 
 	resp, err := e.ImageInspect(ctx, "busybox", nil)
@@ -161,8 +151,8 @@ func TestImageInspectHistoryTag(t *testing.T) {
 	if err := e.ImageTag(ctx, "busybox", "mine", ""); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Contains(e.images.(*fakeImages).imgs[img.ID].Refs, "docker.io/library/mine:latest") {
-		t.Errorf("refs after tag: %q", e.images.(*fakeImages).imgs[img.ID].Refs)
+	if !slices.Contains(e.store.(*imagestoretest.Fake).Imgs[img.ID].Refs, "docker.io/library/mine:latest") {
+		t.Errorf("refs after tag: %q", e.store.(*imagestoretest.Fake).Imgs[img.ID].Refs)
 	}
 	for _, tc := range []struct{ ref, repo, tag, msg string }{
 		{"busybox", "", "", "repository name (repo) is required"},

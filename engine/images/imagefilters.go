@@ -1,10 +1,11 @@
-package engine
+package images
 
 import (
 	"sort"
 	"strings"
 
 	"github.com/containerd/errdefs"
+
 	"github.com/hutch-engine/hutch/engine/container"
 )
 

@@ -1,4 +1,4 @@
-package engine
+package images
 
 import (
 	"slices"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
+
 	"github.com/hutch-engine/hutch/engine/container"
 )
 
@@ -83,10 +84,10 @@ func TestRepoTagReference(t *testing.T) {
 		{"busybox@sha256:" + busyDig[len(busyDig)-64:], "", "", true},
 	}
 	for _, tc := range tests {
-		got, err := repoTagReference(tc.repo, tc.tag)
+		got, err := RepoTagReference(tc.repo, tc.tag)
 		if tc.bad {
 			if !errdefs.IsInvalidArgument(err) {
-				t.Errorf("repoTagReference(%q, %q) = %v, %v; want invalid argument", tc.repo, tc.tag, got, err)
+				t.Errorf("RepoTagReference(%q, %q) = %v, %v; want invalid argument", tc.repo, tc.tag, got, err)
 			}
 			continue
 		}
@@ -95,7 +96,7 @@ func TestRepoTagReference(t *testing.T) {
 			s = got.String()
 		}
 		if err != nil || s != tc.want {
-			t.Errorf("repoTagReference(%q, %q) = %q, %v", tc.repo, tc.tag, s, err)
+			t.Errorf("RepoTagReference(%q, %q) = %q, %v", tc.repo, tc.tag, s, err)
 		}
 	}
 }

@@ -1,11 +1,12 @@
-package engine
+package images
 
 import (
 	"context"
 	"fmt"
-	eventtypes "github.com/moby/moby/api/types/events"
 	"slices"
 	"strings"
+
+	eventtypes "github.com/moby/moby/api/types/events"
 
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
@@ -30,14 +31,14 @@ type PushRequest struct {
 // "Pushed" or "Layer already exists", then "<tag>: digest: … size: …".
 // An unknown image or bad name is an error before the first message, which
 // the API answers as a plain HTTP error.
-func (e *Engine) ImagePush(ctx context.Context, req PushRequest, progress func(jsonstream.Message)) error {
-	store, err := e.imageStore()
+func (s *Service) ImagePush(ctx context.Context, req PushRequest, progress func(jsonstream.Message)) error {
+	store, err := s.imageStore()
 	if err != nil {
 		return err
 	}
 	named, err := reference.ParseNormalizedNamed(req.Name)
 	if err != nil {
-		return invalidReference(err)
+		return InvalidReference(err)
 	}
 	if _, ok := named.(reference.Digested); ok {
 		return errdefs.ErrInvalidArgument.WithMessage("cannot push a digest reference: push a tag")
@@ -45,11 +46,11 @@ func (e *Engine) ImagePush(ctx context.Context, req PushRequest, progress func(j
 	if reference.Domain(named) == "" {
 		// "a_b.c/d": a dot in the first component, so not Docker Hub's,
 		// but no host name either (as pulls refuse it).
-		return invalidReference(fmt.Errorf("%w: %q names no registry host", reference.ErrReferenceInvalidFormat, req.Name))
+		return InvalidReference(fmt.Errorf("%w: %q names no registry host", reference.ErrReferenceInvalidFormat, req.Name))
 	}
 	if req.Tag != "" {
 		if named, err = reference.WithTag(reference.TrimNamed(named), req.Tag); err != nil {
-			return invalidReference(err)
+			return InvalidReference(err)
 		}
 	}
 	type push struct{ id, name string }
@@ -91,7 +92,7 @@ func (e *Engine) ImagePush(ctx context.Context, req PushRequest, progress func(j
 		if err := store.PushImage(ctx, p.id, p.name, req.Auth, progress); err != nil {
 			return err
 		}
-		e.imageEvent(eventtypes.ActionPush, p.name, p.name)
+		s.imageEvent(eventtypes.ActionPush, p.name, p.name)
 	}
 	return nil
 }

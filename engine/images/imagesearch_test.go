@@ -1,9 +1,8 @@
-package engine
+package images
 
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"testing"
 
 	"github.com/containerd/errdefs"
@@ -50,7 +49,7 @@ func TestSearchImagesFilters(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.filters, func(t *testing.T) {
 			store := &searchStore{}
-			e := &Engine{images: store, log: slog.New(slog.DiscardHandler)}
+			e := New(Options{Store: store})
 			got, err := e.SearchImages(context.Background(), "busybox", 0, tc.filters, registry.AuthConfig{})
 			if (store.calls > 0) != tc.asks {
 				t.Errorf("registry asked %d times, want asked=%v", store.calls, tc.asks)

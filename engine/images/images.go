@@ -1,4 +1,4 @@
-package engine
+package images
 
 import (
 	"context"
@@ -31,8 +31,8 @@ type PullRequest struct {
 }
 
 // ImagePull pulls an image, reporting Docker's progress stream.
-func (e *Engine) ImagePull(ctx context.Context, req PullRequest, progress func(jsonstream.Message)) error {
-	store, err := e.imageStore()
+func (s *Service) ImagePull(ctx context.Context, req PullRequest, progress func(jsonstream.Message)) error {
+	store, err := s.imageStore()
 	if err != nil {
 		return err
 	}
@@ -45,32 +45,12 @@ func (e *Engine) ImagePull(ctx context.Context, req PullRequest, progress func(j
 	} else if req.Tag != "" {
 		ref += ":" + req.Tag
 	}
-	e.imageEvent(eventtypes.ActionPull, ref, ref)
+	s.imageEvent(eventtypes.ActionPull, ref, ref)
 	return nil
 }
 
-func (e *Engine) imageStore() (imagestore.Store, error) {
-	if e.images == nil {
-		return nil, errdefs.ErrUnavailable.WithMessage("no image store")
-	}
-	return e.images, nil
-}
-
-// imageCount is /info's Images: every image of the store.
-func (e *Engine) imageCount(ctx context.Context) int {
-	if e.images == nil {
-		return 0
-	}
-	imgs, err := e.images.ListImages(ctx)
-	if err != nil {
-		e.log.WarnContext(ctx, "counting images", "err", err)
-		return 0
-	}
-	return len(imgs)
-}
-
-// ImageListRequest is GET /images/json.
-type ImageListRequest struct {
+// ListRequest is GET /images/json.
+type ListRequest struct {
 	All        bool
 	Filters    string // the raw filters JSON
 	SharedSize bool
@@ -80,8 +60,8 @@ var imageListFilters = map[string]bool{"dangling": true, "label": true, "before"
 
 // ImageList answers GET /images/json, newest first. Containers is the
 // number of containers made from the image; SharedSize is -1 unless asked.
-func (e *Engine) ImageList(ctx context.Context, req ImageListRequest) ([]image.Summary, error) {
-	store, err := e.imageStore()
+func (s *Service) ImageList(ctx context.Context, req ListRequest) ([]image.Summary, error) {
+	store, err := s.imageStore()
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +73,7 @@ func (e *Engine) ImageList(ctx context.Context, req ImageListRequest) ([]image.S
 	if err != nil {
 		return nil, err
 	}
-	before, since, err := e.createdBounds(ctx, store, f)
+	before, since, err := s.createdBounds(ctx, store, f)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +81,7 @@ func (e *Engine) ImageList(ctx context.Context, req ImageListRequest) ([]image.S
 	if err != nil {
 		return nil, err
 	}
-	users, err := e.imageUsers(ctx)
+	users, err := s.imageUsers(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +109,7 @@ func (e *Engine) ImageList(ctx context.Context, req ImageListRequest) ([]image.S
 		} else if danglingOnly && len(tags) > 0 {
 			continue
 		}
-		s := image.Summary{
+		sum := image.Summary{
 			ID:          img.ID,
 			ParentID:    img.Parent,
 			RepoTags:    tags,
@@ -140,9 +120,9 @@ func (e *Engine) ImageList(ctx context.Context, req ImageListRequest) ([]image.S
 			Containers:  int64(len(users[img.ID])),
 		}
 		if img.Config != nil {
-			s.Labels = img.Config.Config.Labels
+			sum.Labels = img.Config.Config.Labels
 		}
-		out = append(out, s)
+		out = append(out, sum)
 	}
 	if req.SharedSize {
 		setSharedSizes(imgs, out)
@@ -152,7 +132,7 @@ func (e *Engine) ImageList(ctx context.Context, req ImageListRequest) ([]image.S
 }
 
 // createdBounds resolves the before, since and until filters of a list.
-func (e *Engine) createdBounds(ctx context.Context, store imagestore.Store, f container.Filters) (before, since time.Time, err error) {
+func (s *Service) createdBounds(ctx context.Context, store imagestore.Store, f container.Filters) (before, since time.Time, err error) {
 	for _, ref := range sortedValues(f, "before") {
 		img, err := store.LookupImage(ctx, ref)
 		if err != nil {
@@ -269,27 +249,10 @@ func setSharedSizes(imgs []imagestore.Image, out []image.Summary) {
 	}
 }
 
-// imageUsers maps image IDs to the containers made from them or mounting
-// them (--mount type=image), as Docker counts an image in use.
-func (e *Engine) imageUsers(ctx context.Context) (map[string][]*container.Container, error) {
-	list, err := e.containers.List(ctx, container.ListOptions{All: true})
-	if err != nil {
-		return nil, err
-	}
-	m := map[string][]*container.Container{}
-	for _, c := range list {
-		m[c.ImageID] = append(m[c.ImageID], c)
-		for _, id := range mountedImages(c) {
-			m[id] = append(m[id], c)
-		}
-	}
-	return m, nil
-}
-
-// ImageDetail is the answer of GET /images/{name}/json: the API's, plus
+// Detail is the answer of GET /images/{name}/json: the API's, plus
 // Parent, which Docker still sends for committed images (deprecated, and
 // no longer in the API module's type).
-type ImageDetail struct {
+type Detail struct {
 	image.InspectResponse
 	Parent string `json:"Parent,omitempty"`
 	// Container and ContainerConfig are the config's legacy fields, which
@@ -300,17 +263,17 @@ type ImageDetail struct {
 
 // ImageInspect answers GET /images/{name}/json; platform, when set, is
 // the platform the image must be of.
-func (e *Engine) ImageInspect(ctx context.Context, ref string, platform *ocispec.Platform) (ImageDetail, error) {
-	store, err := e.imageStore()
+func (s *Service) ImageInspect(ctx context.Context, ref string, platform *ocispec.Platform) (Detail, error) {
+	store, err := s.imageStore()
 	if err != nil {
-		return ImageDetail{}, err
+		return Detail{}, err
 	}
 	img, err := store.LookupImage(ctx, ref)
 	if err != nil {
-		return ImageDetail{}, err
+		return Detail{}, err
 	}
 	if err := checkPlatform(img, ref, platform); err != nil {
-		return ImageDetail{}, err
+		return Detail{}, err
 	}
 	tags, digests, _ := matchingRefs(img.Refs, nil)
 	resp := image.InspectResponse{
@@ -341,7 +304,7 @@ func (e *Engine) ImageInspect(ctx context.Context, ref string, platform *ocispec
 			}
 		}
 	}
-	return ImageDetail{InspectResponse: resp, Parent: img.Parent, Container: img.Container, ContainerConfig: img.ContainerConfig}, nil
+	return Detail{InspectResponse: resp, Parent: img.Parent, Container: img.Container, ContainerConfig: img.ContainerConfig}, nil
 }
 
 func nonNil(s []string) []string {
@@ -356,8 +319,8 @@ func nonNil(s []string) []string {
 // the newest entry carries the image's ID and tags; the others are
 // "<missing>" unless they are the image's parent. platform, when set, is
 // the platform the image must be of.
-func (e *Engine) ImageHistory(ctx context.Context, ref string, platform *ocispec.Platform) ([]image.HistoryResponseItem, error) {
-	store, err := e.imageStore()
+func (s *Service) ImageHistory(ctx context.Context, ref string, platform *ocispec.Platform) ([]image.HistoryResponseItem, error) {
+	store, err := s.imageStore()
 	if err != nil {
 		return nil, err
 	}
@@ -404,12 +367,12 @@ func (e *Engine) ImageHistory(ctx context.Context, ref string, platform *ocispec
 }
 
 // ImageTag answers POST /images/{name}/tag?repo=&tag=.
-func (e *Engine) ImageTag(ctx context.Context, ref, repo, tag string) error {
-	store, err := e.imageStore()
+func (s *Service) ImageTag(ctx context.Context, ref, repo, tag string) error {
+	store, err := s.imageStore()
 	if err != nil {
 		return err
 	}
-	named, err := repoTagReference(repo, tag)
+	named, err := RepoTagReference(repo, tag)
 	if err != nil {
 		return err
 	}
@@ -426,20 +389,20 @@ func (e *Engine) ImageTag(ctx context.Context, ref, repo, tag string) error {
 	if err := store.TagImage(ctx, img.ID, named.String()); err != nil {
 		return err
 	}
-	e.imageEvent(eventtypes.ActionTag, img.ID, reference.FamiliarString(named))
+	s.imageEvent(eventtypes.ActionTag, img.ID, reference.FamiliarString(named))
 	return nil
 }
 
-// repoTagReference combines the repo and tag parameters of tag and import
+// RepoTagReference combines the repo and tag parameters of tag and import
 // as Docker does: no repo is no reference, no tag is "latest", a digest is
 // refused.
-func repoTagReference(repo, tag string) (reference.NamedTagged, error) {
+func RepoTagReference(repo, tag string) (reference.NamedTagged, error) {
 	if repo == "" {
 		return nil, nil
 	}
 	named, err := reference.ParseNormalizedNamed(repo)
 	if err != nil {
-		return nil, invalidReference(err)
+		return nil, InvalidReference(err)
 	}
 	if _, ok := named.(reference.Digested); ok {
 		return nil, errdefs.ErrInvalidArgument.WithMessage("cannot import digest reference")
@@ -447,7 +410,7 @@ func repoTagReference(repo, tag string) (reference.NamedTagged, error) {
 	if tag != "" {
 		nt, err := reference.WithTag(named, tag)
 		if err != nil {
-			return nil, invalidReference(err)
+			return nil, InvalidReference(err)
 		}
 		return nt, nil
 	}
@@ -458,8 +421,8 @@ func repoTagReference(repo, tag string) (reference.NamedTagged, error) {
 	return nt, nil
 }
 
-// invalidReference classes a reference parse error, keeping the library's
+// InvalidReference classes a reference parse error, keeping the library's
 // message ("invalid reference format…") as Docker does.
-func invalidReference(err error) error {
+func InvalidReference(err error) error {
 	return errdefs.ErrInvalidArgument.WithMessage(err.Error())
 }

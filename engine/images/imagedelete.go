@@ -1,4 +1,4 @@
-package engine
+package images
 
 import (
 	"context"
@@ -18,8 +18,8 @@ import (
 	"github.com/hutch-engine/hutch/engine/imagestore"
 )
 
-// ImageRemoveRequest is DELETE /images/{name}?force=&noprune=.
-type ImageRemoveRequest struct {
+// RemoveRequest is DELETE /images/{name}?force=&noprune=.
+type RemoveRequest struct {
 	Force   bool
 	NoPrune bool
 	// Platform, when set, is the platform the image must be of.
@@ -31,20 +31,20 @@ type ImageRemoveRequest struct {
 // deletes the image (with its references when they all belong to one
 // repository). Containers made from the image make it a conflict (409):
 // running ones always, stopped ones unless forced.
-func (e *Engine) ImageRemove(ctx context.Context, ref string, req ImageRemoveRequest) ([]image.DeleteResponse, error) {
+func (s *Service) ImageRemove(ctx context.Context, ref string, req RemoveRequest) ([]image.DeleteResponse, error) {
 	if strings.TrimSpace(ref) == "" {
 		return nil, errdefs.ErrInvalidArgument.WithMessage("image name cannot be blank")
 	}
-	if req.Platform != nil && e.images != nil {
+	if req.Platform != nil && s.store != nil {
 		// An unknown image is the deleter's to report.
-		if img, err := e.images.LookupImage(ctx, ref); err == nil {
+		if img, err := s.store.LookupImage(ctx, ref); err == nil {
 			if err := checkPlatform(img, ref, req.Platform); err != nil {
 				return nil, err
 			}
 		}
 	}
-	defer e.quiesceRootfs()()
-	d, err := e.newImageDeleter(ctx)
+	defer s.quiesce()()
+	d, err := s.newImageDeleter(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -55,10 +55,10 @@ func (e *Engine) ImageRemove(ctx context.Context, ref string, req ImageRemoveReq
 	}
 	for _, r := range recs {
 		if r.Untagged != "" {
-			e.imageEvent(eventtypes.ActionUnTag, r.Untagged, r.Untagged)
+			s.imageEvent(eventtypes.ActionUnTag, r.Untagged, r.Untagged)
 		}
 		if r.Deleted != "" {
-			e.imageEvent(eventtypes.ActionDelete, r.Deleted, r.Deleted)
+			s.imageEvent(eventtypes.ActionDelete, r.Deleted, r.Deleted)
 		}
 	}
 	return recs, nil
@@ -68,7 +68,7 @@ var imagePruneFilters = map[string]bool{"dangling": true, "label": true, "label!
 
 // ImagePrune answers POST /images/prune: images no container uses that
 // are dangling (no tag), or all of them with filters {"dangling":["false"]}.
-func (e *Engine) ImagePrune(ctx context.Context, filters string) (image.PruneReport, error) {
+func (s *Service) ImagePrune(ctx context.Context, filters string) (image.PruneReport, error) {
 	f, err := container.ParseFiltersOf(filters, imagePruneFilters)
 	if err != nil {
 		return image.PruneReport{}, err
@@ -81,8 +81,8 @@ func (e *Engine) ImagePrune(ctx context.Context, filters string) (image.PruneRep
 	if err != nil {
 		return image.PruneReport{}, err
 	}
-	defer e.quiesceRootfs()()
-	d, err := e.newImageDeleter(ctx)
+	defer s.quiesce()()
+	d, err := s.newImageDeleter(ctx)
 	if err != nil {
 		return image.PruneReport{}, err
 	}
@@ -121,7 +121,7 @@ func (e *Engine) ImagePrune(ctx context.Context, filters string) (image.PruneRep
 			var recs []image.DeleteResponse
 			if err := d.remove(ctx, t, false, true, &recs); err != nil {
 				if !errdefs.IsConflict(err) && !errdefs.IsNotFound(err) {
-					e.log.WarnContext(ctx, "prune: cannot delete image", "ref", t, "err", err)
+					s.log.WarnContext(ctx, "prune: cannot delete image", "ref", t, "err", err)
 				}
 				continue
 			}
@@ -129,7 +129,7 @@ func (e *Engine) ImagePrune(ctx context.Context, filters string) (image.PruneRep
 		}
 	}
 	rep.SpaceReclaimed = uint64(d.reclaimed)
-	e.pruneEvent(eventtypes.ImageEventType, rep.SpaceReclaimed)
+	s.pruneEvent(rep.SpaceReclaimed)
 	return rep, nil
 }
 
@@ -141,12 +141,12 @@ type imageDeleter struct {
 	reclaimed int64
 }
 
-func (e *Engine) newImageDeleter(ctx context.Context) (*imageDeleter, error) {
-	store, err := e.imageStore()
+func (s *Service) newImageDeleter(ctx context.Context) (*imageDeleter, error) {
+	store, err := s.imageStore()
 	if err != nil {
 		return nil, err
 	}
-	users, err := e.imageUsers(ctx)
+	users, err := s.imageUsers(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +187,7 @@ func (d *imageDeleter) remove(ctx context.Context, ref string, force, prune bool
 	}
 	named, err := reference.ParseNormalizedNamed(ref)
 	if err != nil {
-		return invalidReference(err)
+		return InvalidReference(err)
 	}
 	named = reference.TagNameOnly(named)
 	if err := d.untag(ctx, img.ID, named, recs); err != nil {

@@ -1,4 +1,4 @@
-package engine
+package images
 
 import (
 	"context"
@@ -39,12 +39,12 @@ type ImportRequest struct {
 // req.Source) becomes a one-layer image, and progress receives Docker's
 // final {"status":"sha256:…"}. Bad parameters are errdefs.ErrInvalidArgument
 // before anything is read.
-func (e *Engine) ImageImport(ctx context.Context, req ImportRequest, body io.Reader, progress func(jsonstream.Message)) error {
-	store, err := e.imageStore()
+func (s *Service) ImageImport(ctx context.Context, req ImportRequest, body io.Reader, progress func(jsonstream.Message)) error {
+	store, err := s.imageStore()
 	if err != nil {
 		return err
 	}
-	named, err := repoTagReference(req.Repo, req.Tag)
+	named, err := RepoTagReference(req.Repo, req.Tag)
 	if err != nil {
 		return err
 	}
@@ -53,7 +53,7 @@ func (e *Engine) ImageImport(ctx context.Context, req ImportRequest, body io.Rea
 		return err
 	}
 	var cfg dockerspec.DockerOCIImageConfig
-	if err := applyChanges(&cfg, req.Changes); err != nil {
+	if err := ApplyChanges(&cfg, req.Changes); err != nil {
 		return err
 	}
 	msg := req.Message
@@ -87,7 +87,7 @@ func (e *Engine) ImageImport(ctx context.Context, req ImportRequest, body io.Rea
 		return err
 	}
 	progress(jsonstream.Message{Status: id})
-	e.imageEvent(eventtypes.ActionImport, id, id)
+	s.imageEvent(eventtypes.ActionImport, id, id)
 	return nil
 }
 
@@ -154,9 +154,9 @@ type LoadRequest struct {
 // image). Images loaded before a failure are reported before the error.
 // With a platform, only the archive's images of that platform are loaded,
 // and an archive with none is an error.
-func (e *Engine) ImageLoad(ctx context.Context, archive io.Reader, req LoadRequest, progress func(jsonstream.Message)) error {
+func (s *Service) ImageLoad(ctx context.Context, archive io.Reader, req LoadRequest, progress func(jsonstream.Message)) error {
 	quiet, platform := req.Quiet, req.Platform
-	store, err := e.imageStore()
+	store, err := s.imageStore()
 	if err != nil {
 		return err
 	}
@@ -176,11 +176,11 @@ func (e *Engine) ImageLoad(ctx context.Context, archive io.Reader, req LoadReque
 		if req.Built {
 			action = eventtypes.ActionCreate
 		}
-		e.imageEvent(action, li.ID, li.ID)
+		s.imageEvent(action, li.ID, li.ID)
 		for _, n := range li.Names {
 			fam := familiar(n)
 			if req.Built {
-				e.imageEvent(eventtypes.ActionTag, li.ID, fam)
+				s.imageEvent(eventtypes.ActionTag, li.ID, fam)
 			}
 			if old, ok := li.Replaced[n]; ok {
 				progress(jsonstream.Message{Stream: fmt.Sprintf("The image %s already exists, renaming the old one with ID %s to empty string\n", fam, old)})
@@ -205,8 +205,8 @@ func familiar(name string) string {
 // tags, a tag or digest reference or ID that image). Every name is resolved
 // before the first byte is written, so an unknown name is an error the
 // client sees as such. With a platform, every image must be of it.
-func (e *Engine) ImageSave(ctx context.Context, names []string, platform *ocispec.Platform, w io.Writer) error {
-	store, err := e.imageStore()
+func (s *Service) ImageSave(ctx context.Context, names []string, platform *ocispec.Platform, w io.Writer) error {
+	store, err := s.imageStore()
 	if err != nil {
 		return err
 	}
@@ -275,14 +275,14 @@ func (e *Engine) ImageSave(ctx context.Context, names []string, platform *ocispe
 		if len(it.Names) > 0 {
 			name = it.Names[0]
 		}
-		e.imageEvent(eventtypes.ActionSave, it.ID, name)
+		s.imageEvent(eventtypes.ActionSave, it.ID, name)
 	}
 	return nil
 }
 
 // RegistryLogin answers POST /auth (docker login).
-func (e *Engine) RegistryLogin(ctx context.Context, auth registry.AuthConfig) (registry.AuthResponse, error) {
-	store, err := e.imageStore()
+func (s *Service) RegistryLogin(ctx context.Context, auth registry.AuthConfig) (registry.AuthResponse, error) {
+	store, err := s.imageStore()
 	if err != nil {
 		return registry.AuthResponse{}, err
 	}
@@ -294,8 +294,8 @@ func (e *Engine) RegistryLogin(ctx context.Context, auth registry.AuthConfig) (r
 
 // DistributionInspect answers GET /distribution/{name}/json: the
 // descriptor and platforms of name's manifest, asked of its registry.
-func (e *Engine) DistributionInspect(ctx context.Context, name string, auth registry.AuthConfig) (registry.DistributionInspect, error) {
-	store, err := e.imageStore()
+func (s *Service) DistributionInspect(ctx context.Context, name string, auth registry.AuthConfig) (registry.DistributionInspect, error) {
+	store, err := s.imageStore()
 	if err != nil {
 		return registry.DistributionInspect{}, err
 	}
