@@ -123,11 +123,11 @@ func (e *Engine) ContainerCreate(ctx context.Context, req CreateRequest) (contai
 	c.Mounts = cm.points
 
 	endRootfs := e.phase("create/rootfs", id)
-	rootfsID, err := e.createRootfs(ctx, id, imageID, hc.AutoRemove)
+	rootfsID, err := e.rootfs.Create(ctx, id, imageID, hc.AutoRemove)
 	endRootfs()
 	if err == nil {
 		if err = e.setUpRootfs(ctx, rootfsID, hc, cm.copyUp, newWorkdir(cfg, imgCfg)); err != nil {
-			e.removeRootfs(rootfsID)
+			e.rootfs.Remove(rootfsID)
 		}
 	}
 	if err != nil {
@@ -151,7 +151,7 @@ func (e *Engine) ContainerCreate(ctx context.Context, req CreateRequest) (contai
 	err = e.containers.Create(ctx, c)
 	endRecord()
 	if err != nil {
-		e.removeRootfs(rootfsID)
+		e.rootfs.Remove(rootfsID)
 		e.removeVolumes(cm.made)
 		return containertypes.CreateResponse{}, err
 	}
@@ -395,8 +395,7 @@ func (e *Engine) ContainerRemove(ctx context.Context, ref string, req RemoveRequ
 
 // finishRemove deletes what a container is made of, then its record, and
 // with volumes its anonymous volumes; its writable layer is deleted or
-// emptied for reuse afterwards, in the background (rootfsRemover,
-// rootfsPool).
+// emptied for reuse afterwards, in the background (package rootfs).
 func (e *Engine) finishRemove(ctx context.Context, id string, volumes bool) error {
 	defer e.phase("remove", id)()
 	c, err := e.containers.Get(ctx, id)
@@ -420,7 +419,7 @@ func (e *Engine) finishRemove(ctx context.Context, id string, volumes bool) erro
 	}
 	if c.Runtime.RootfsID != "" {
 		volatile := c.HostConfig != nil && c.HostConfig.AutoRemove
-		e.recycleRootfsLater(c.Runtime.RootfsID, poolKey{c.ImageID, volatile})
+		e.rootfs.Recycle(c.Runtime.RootfsID, c.ImageID, volatile)
 	}
 	return nil
 }

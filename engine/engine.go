@@ -24,6 +24,7 @@ import (
 	"github.com/hutch-engine/hutch/engine/images"
 	"github.com/hutch-engine/hutch/engine/imagestore"
 	"github.com/hutch-engine/hutch/engine/networking"
+	"github.com/hutch-engine/hutch/engine/rootfs"
 	"github.com/hutch-engine/hutch/engine/shim"
 	"github.com/hutch-engine/hutch/engine/volume"
 	"github.com/hutch-engine/hutch/internal/atomicfile"
@@ -102,8 +103,7 @@ type Engine struct {
 	// dnsMu orders network connects and disconnects, each with the
 	// rewrite of resolv.conf it may need (netdns.go).
 	dnsMu  sync.Mutex
-	rootfs rootfsRemover
-	pool   rootfsPool
+	rootfs *rootfs.Pool
 	host   shim.Host
 	execs  execStore
 	starts *startGate
@@ -140,13 +140,13 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("volume store: %w", err)
 	}
 	e := &Engine{opts: opts, id: id, log: opts.Logger, images: opts.Images, containers: store, volumes: volumes, events: events.New(), runs: newRuns(), restarts: newRestarts(), host: shim.DetectHost()}
-	e.Service = images.New(images.Options{Store: opts.Images, Containers: store, Events: e.events, Quiesce: e.quiesceRootfs, Log: e.log})
+	e.rootfs = rootfs.New(opts.Images, e.log)
+	e.Service = images.New(images.Options{Store: opts.Images, Containers: store, Events: e.events, Quiesce: e.rootfs.Quiesce, Log: e.log})
 	e.starts = newStartGate(runtime.NumCPU(), startLease)
 	// Contexts of builds a crash interrupted.
 	if err := os.RemoveAll(e.buildDir()); err != nil {
 		e.log.Warn("removing old build contexts", "err", err)
 	}
-	e.rootfs.idle.L = &e.rootfs.mu
 	if opts.RuntimeBinary != "" {
 		e.rtServer = shim.NewRuntimeServer(opts.RuntimeBinary, filepath.Join(opts.StateDir, "runtime.sock"), filepath.Join(opts.StateDir, "runtime.log"), opts.Debug, e.log)
 	}

@@ -178,8 +178,7 @@ func (e *Engine) Close() error {
 		// keep it).
 		e.rtServer.Close()
 	}
-	e.drainRootfsPool(true)
-	e.waitRootfsRemovals()
+	e.rootfs.Close()
 	e.containers.Close()
 	return nil
 }

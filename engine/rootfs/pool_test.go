@@ -1,9 +1,8 @@
-package engine
+package rootfs
 
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -11,10 +10,11 @@ import (
 	"github.com/hutch-engine/hutch/engine/imagestore"
 )
 
-// fakeRootfs is the rootfs half of an ImageStore whose calls can be held
-// (a channel per layer ID) and are counted.
+// fakeRootfs is an imagestore.Rootfs whose calls can be held (a channel
+// per layer ID) and are counted; what the pool does not call is not
+// there.
 type fakeRootfs struct {
-	imagestore.Store
+	imagestore.Rootfs
 	mu      sync.Mutex
 	n       int
 	created []string
@@ -66,12 +66,12 @@ func (f *fakeRootfs) record(calls *[]string, id string) error {
 	return nil
 }
 
-// waitRemovals is waitRootfsRemovals with a deadline.
-func waitRemovals(t *testing.T, e *Engine) {
+// waitRemovals is Wait with a deadline.
+func waitRemovals(t *testing.T, p *Pool) {
 	t.Helper()
 	done := make(chan struct{})
 	go func() {
-		e.waitRootfsRemovals()
+		p.Wait()
 		close(done)
 	}()
 	select {
@@ -88,24 +88,23 @@ func waitRemovals(t *testing.T, e *Engine) {
 // the pending count rose to one, so a job queued then waited forever).
 func TestCreateTakesQueuedRootfs(t *testing.T) {
 	f := newFakeRootfs()
-	e := &Engine{images: f, log: slog.New(slog.DiscardHandler)}
-	e.rootfs.idle.L = &e.rootfs.mu
+	p := New(f, nil)
 	k := poolKey{image: "sha256:img", volatile: true}
-	e.pool.mu.Lock()
-	e.pool.touchLocked(e, k)
-	e.pool.mu.Unlock()
+	p.spares.mu.Lock()
+	p.spares.touchLocked(p, k)
+	p.spares.mu.Unlock()
 
 	releaseX, releaseA := make(chan struct{}), make(chan struct{})
 	f.hold["x"], f.hold["a"] = releaseX, releaseA
-	e.removeRootfsLater("x") // the worker is busy with it
+	p.RemoveLater("x") // the worker is busy with it
 	if id := <-f.entered; id != "x" {
 		t.Fatalf("held call for %s, want x", id)
 	}
-	e.recycleRootfsLater("a", k)
+	p.recycleLater("a", k)
 
 	got := make(chan string, 1)
 	go func() {
-		id, err := e.createRootfs(context.Background(), "c1", k.image, k.volatile)
+		id, err := p.Create(context.Background(), "c1", k.image, k.volatile)
 		if err != nil {
 			t.Error(err)
 		}
@@ -116,16 +115,16 @@ func TestCreateTakesQueuedRootfs(t *testing.T) {
 	}
 	close(releaseX) // the worker finds the queue empty and stops
 	for idle := false; !idle; time.Sleep(time.Millisecond) {
-		e.rootfs.mu.Lock()
-		idle = !e.rootfs.running
-		e.rootfs.mu.Unlock()
+		p.rm.mu.Lock()
+		idle = !p.rm.running
+		p.rm.mu.Unlock()
 	}
-	e.removeRootfsLater("y") // needs a worker again
+	p.RemoveLater("y") // needs a worker again
 	close(releaseA)
 	if id := <-got; id != "a" {
 		t.Errorf("create got rootfs %q, want the queued a", id)
 	}
-	waitRemovals(t, e)
+	waitRemovals(t, p)
 
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -143,18 +142,18 @@ func TestCreateTakesQueuedRootfs(t *testing.T) {
 	}
 }
 
-// spares is how many spares the pool has for k and whether a fill runs.
-func spares(e *Engine, k poolKey) (int, bool) {
-	e.pool.mu.Lock()
-	defer e.pool.mu.Unlock()
-	return len(e.pool.ready[k]), e.pool.filling[k]
+// spareCount is how many spares the pool has for k and whether a fill runs.
+func spareCount(p *Pool, k poolKey) (int, bool) {
+	p.spares.mu.Lock()
+	defer p.spares.mu.Unlock()
+	return len(p.spares.ready[k]), p.spares.filling[k]
 }
 
 // waitFill waits (at most 10 s) until no fill runs for k.
-func waitFill(t *testing.T, e *Engine, k poolKey) int {
+func waitFill(t *testing.T, p *Pool, k poolKey) int {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		if n, filling := spares(e, k); !filling {
+		if n, filling := spareCount(p, k); !filling {
 			return n
 		}
 	}
@@ -167,47 +166,46 @@ func waitFill(t *testing.T, e *Engine, k poolKey) int {
 // after the layer being made.
 func TestTopUpRootfs(t *testing.T) {
 	f := newFakeRootfs()
-	e := &Engine{images: f, log: slog.New(slog.DiscardHandler)}
-	e.rootfs.idle.L = &e.rootfs.mu
+	p := New(f, nil)
 	k := poolKey{image: "sha256:img"}
 	other := poolKey{image: "sha256:other"}
 	for _, key := range []poolKey{other, k} { // k is the image last used
-		if _, err := e.createRootfs(context.Background(), "c", key.image, key.volatile); err != nil {
+		if _, err := p.Create(context.Background(), "c", key.image, key.volatile); err != nil {
 			t.Fatal(err)
 		}
-		waitFill(t, e, key) // the refill of the empty pool
+		waitFill(t, p, key) // the refill of the empty pool
 	}
-	e.pool.idle.Stop() // the test tops up by itself
-	e.topUpRootfs()
-	if n := waitFill(t, e, k); n != poolReserve {
+	p.spares.idle.Stop() // the test tops up by itself
+	p.topUp()
+	if n := waitFill(t, p, k); n != poolReserve {
 		t.Errorf("%d spares after the top-up, want %d", n, poolReserve)
 	}
-	if n, _ := spares(e, other); n != 1 {
+	if n, _ := spareCount(p, other); n != 1 {
 		t.Errorf("the image used before has %d spares, want its 1", n)
 	}
 
 	// Emptied: the next top-up makes layers, and a create stops it.
-	e.pool.mu.Lock()
-	e.pool.ready[k] = nil
-	e.pool.mu.Unlock()
+	p.spares.mu.Lock()
+	p.spares.ready[k] = nil
+	p.spares.mu.Unlock()
 	release := make(chan struct{})
 	f.mu.Lock()
 	f.hold["create"] = release
 	f.mu.Unlock()
-	e.topUpRootfs()
+	p.topUp()
 	<-f.entered
-	e.pool.mu.Lock()
-	e.pool.creates++ // as createRootfs does
-	e.pool.mu.Unlock()
+	p.spares.mu.Lock()
+	p.spares.creates++ // as Create does
+	p.spares.mu.Unlock()
 	close(release)
-	if n := waitFill(t, e, k); n != 1 {
+	if n := waitFill(t, p, k); n != 1 {
 		t.Errorf("%d spares after a create came during the top-up, want the 1 being made", n)
 	}
 
-	e.drainRootfsPool(true)
-	e.topUpRootfs()
-	if n := waitFill(t, e, k); n != 0 {
+	p.drain(true)
+	p.topUp()
+	if n := waitFill(t, p, k); n != 0 {
 		t.Errorf("%d spares made after Close", n)
 	}
-	waitRemovals(t, e)
+	waitRemovals(t, p)
 }

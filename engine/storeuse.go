@@ -5,6 +5,7 @@ import (
 
 	"github.com/containerd/errdefs"
 
+	"github.com/hutch-engine/hutch/engine/container"
 	"github.com/hutch-engine/hutch/engine/imagestore"
 )
 
@@ -29,4 +30,19 @@ func (e *Engine) imageCount(ctx context.Context) int {
 		return 0
 	}
 	return len(imgs)
+}
+
+// sweepRootfs has the rootfs pool delete the writable layers that no
+// container record owns (rootfs.Pool.Sweep).
+func (e *Engine) sweepRootfs(ctx context.Context) {
+	list, err := e.containers.List(ctx, container.ListOptions{All: true})
+	if err != nil {
+		e.log.Warn("listing containers", "err", err)
+		return
+	}
+	owned := map[string]bool{}
+	for _, c := range list {
+		owned[c.Runtime.RootfsID] = true
+	}
+	e.rootfs.Sweep(ctx, owned)
 }

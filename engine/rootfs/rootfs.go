@@ -1,0 +1,40 @@
+package rootfs
+
+import (
+	"log/slog"
+
+	"github.com/hutch-engine/hutch/engine/imagestore"
+)
+
+// Pool is the engine's keeper of writable layers. Create it with New.
+type Pool struct {
+	store  imagestore.Rootfs
+	log    *slog.Logger
+	spares spares
+	rm     remover
+}
+
+// New returns a pool over store's writable layers.
+func New(store imagestore.Rootfs, log *slog.Logger) *Pool {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	p := &Pool{store: store, log: log}
+	p.rm.idle.L = &p.rm.mu
+	return p
+}
+
+// Recycle takes back the layer id of a removed container made from
+// imageID (volatile: a --rm container's): emptied and kept for the next
+// container of the image if the pool wants one, else deleted; in the
+// background.
+func (p *Pool) Recycle(id, imageID string, volatile bool) {
+	p.recycleLater(id, poolKey{imageID, volatile})
+}
+
+// Close deletes every spare, keeps no more and waits for the queued
+// deletions: the daemon's shutdown.
+func (p *Pool) Close() {
+	p.drain(true)
+	p.Wait()
+}
