@@ -55,7 +55,9 @@ type Config struct {
 // Serve runs the BuildKit daemon until ctx ends: the controller and its
 // worker, the session manager, and an HTTP server on cfg.Socket that
 // takes the engine's proxied POST /grpc (upgraded to h2c: BuildKit's
-// control API) and POST /session (the client's session, hijacked).
+// control API) and POST /session (the client's session, hijacked), and
+// the same requests' connections handed over whole on the hand-over
+// socket beside it.
 func Serve(ctx context.Context, cfg Config) error {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
@@ -102,6 +104,13 @@ func Serve(ctx context.Context, cfg Config) error {
 		ln.Close()
 		return err
 	}
+	// The engine hands most clients' connections over whole
+	// (proxy.HandoffPath).
+	hl, err := proxy.ListenHandoff(proxy.HandoffPath(cfg.Socket))
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	idle := &activity{last: time.Now()}
 	// The engine forwards gRPC made straight on its socket as HTTP/2 with
 	// prior knowledge.
@@ -137,8 +146,9 @@ func Serve(ctx context.Context, cfg Config) error {
 			}
 		}),
 	}
-	errc := make(chan error, 1)
+	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(hl) }()
 	cfg.Log.Info("buildkit ready", "socket", cfg.Socket, "root", cfg.Root, "after", time.Since(start))
 	if cfg.Ready != nil {
 		cfg.Ready()
@@ -166,6 +176,7 @@ wait:
 	// No new connection from here: the engine starts another process
 	// for the next one.
 	ln.Close()
+	hl.Close()
 	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(shutdown)

@@ -5,6 +5,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -94,8 +95,9 @@ func New(opt Options) *Proxy {
 }
 
 // Forward serves one request of BuildKit's: an upgraded one (POST /grpc,
-// /session) is handed to hutch-buildkit whole, its hijacked connection
-// copied both ways until either side closes it; others (POST /build
+// /session) is handed to hutch-buildkit whole, the connection itself
+// (handOver) or, over TLS, its bytes copied both ways until either side
+// closes it; others (POST /build
 // with version=2, /build/prune, and gRPC calls made in HTTP/2 straight on
 // the socket) are proxied as HTTP, the response streamed as it comes.
 func (p *Proxy) Forward(w http.ResponseWriter, r *http.Request) error {
@@ -114,6 +116,9 @@ func (p *Proxy) Forward(w http.ResponseWriter, r *http.Request) error {
 		}
 		p.reverse.ServeHTTP(w, r)
 		return nil
+	}
+	if _, local := r.Context().Value(http.LocalAddrContextKey).(*net.UnixAddr); local {
+		return p.handOver(w, r)
 	}
 	backend, err := p.dial(r.Context())
 	if err != nil {
@@ -139,6 +144,58 @@ func (p *Proxy) Forward(w http.ResponseWriter, r *http.Request) error {
 			return nil
 		}
 	}
+	copyBoth(conn, backend)
+	return nil
+}
+
+// handOver gives an upgrade request's connection, from the engine's unix
+// socket, to hutch-buildkit (handoff_linux.go). One that is exiting
+// (idle) refuses it: the next one is started.
+func (p *Proxy) handOver(w http.ResponseWriter, r *http.Request) error {
+	if err := p.ensure(r.Context()); err != nil {
+		return err
+	}
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		return errors.New("connection cannot be hijacked")
+	}
+	var pre bytes.Buffer
+	if err := r.Write(&pre); err != nil {
+		return fmt.Errorf("buildkit: %w", err)
+	}
+	conn, brw, err := hj.Hijack()
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if n := brw.Reader.Buffered(); n > 0 {
+		b, _ := brw.Reader.Peek(n)
+		pre.Write(b)
+	}
+	uc, ok := conn.(*net.UnixConn)
+	if !ok {
+		return errors.New("buildkit: not a unix connection")
+	}
+	for attempt := 0; ; attempt++ {
+		err = sendConn(HandoffPath(p.socket), uc, pre.Bytes())
+		if err == nil || attempt > 0 || !p.waitExit(r.Context(), 10*time.Second) {
+			break
+		}
+		if err = p.ensure(r.Context()); err != nil {
+			break
+		}
+	}
+	if err != nil {
+		// The connection is hijacked: the error goes as Docker's answer.
+		p.opt.Log.Warn("buildkit: handing a connection over", "err", err)
+		body := fmt.Sprintf("{\"message\":%q}\n", "buildkit: "+err.Error())
+		fmt.Fprintf(conn, "HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
+	}
+	return nil
+}
+
+// copyBoth copies conn and backend both ways until either side closes.
+func copyBoth(conn, backend net.Conn) {
 	done := make(chan struct{}, 2)
 	go func() {
 		_, _ = io.Copy(backend, conn)
@@ -156,7 +213,6 @@ func (p *Proxy) Forward(w http.ResponseWriter, r *http.Request) error {
 	case <-done:
 	case <-time.After(2 * time.Second):
 	}
-	return nil
 }
 
 func closeWrite(c net.Conn) {
