@@ -87,6 +87,8 @@ type Engine struct {
 	containers *container.Store
 	volumes    *volume.Store
 	events     *events.Log
+	// shims makes and finds the containers' shims (realShims).
+	shims shimHost
 	// rtServer is the runtime server the shims ask (nil without a
 	// runtime binary: tests of the engine alone).
 	rtServer *shim.RuntimeServer
@@ -115,6 +117,11 @@ type Engine struct {
 
 // New opens the engine's state under opts.DataRoot.
 func New(ctx context.Context, opts Options) (*Engine, error) {
+	return newEngine(ctx, opts, realShims{})
+}
+
+// newEngine is New with the shims of shims: a fake in unit tests.
+func newEngine(ctx context.Context, opts Options, shims shimHost) (*Engine, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
@@ -139,7 +146,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("volume store: %w", err)
 	}
-	e := &Engine{opts: opts, id: id, log: opts.Logger, images: opts.Images, containers: store, volumes: volumes, events: events.New(), runs: newRuns(), restarts: newRestarts(), host: shim.DetectHost()}
+	e := &Engine{opts: opts, id: id, log: opts.Logger, images: opts.Images, containers: store, volumes: volumes, events: events.New(), runs: newRuns(), restarts: newRestarts(), host: shim.DetectHost(), shims: shims}
 	e.rootfs = rootfs.New(opts.Images, e.log)
 	e.Service = images.New(images.Options{Store: opts.Images, Containers: store, Events: e.events, Quiesce: e.rootfs.Quiesce, Log: e.log})
 	e.starts = newStartGate(runtime.NumCPU(), startLease)

@@ -59,7 +59,7 @@ type execRecord struct {
 	startedOnce sync.Once
 
 	// run is the shim of the container run the exec belongs to.
-	run        *shim.Client
+	run        shimConn
 	startAsked bool
 	running    bool
 	pid        int
@@ -196,7 +196,7 @@ func (e *Engine) lookupExec(ctx context.Context, id string) (*execRecord, *conta
 }
 
 // runningExec finds an exec whose container runs, with that run's shim.
-func (e *Engine) runningExec(ctx context.Context, id string) (*execRecord, *container.Container, *shim.Client, error) {
+func (e *Engine) runningExec(ctx context.Context, id string) (*execRecord, *container.Container, shimConn, error) {
 	r, c, err := e.lookupExec(ctx, id)
 	if err != nil {
 		return nil, nil, nil, err
@@ -319,7 +319,7 @@ func (e *Engine) ExecStart(ctx context.Context, id string, req ExecStartRequest,
 // no client follows (detached, or its client went away), records its exit
 // code and sends exec_die: Docker sends it at the end of every exec. An
 // exec that ends with its container was killed with it.
-func (e *Engine) watchExec(c *container.Container, r *execRecord, client *shim.Client) {
+func (e *Engine) watchExec(c *container.Container, r *execRecord, client shimConn) {
 	e.monitors.Add(1)
 	go func() {
 		defer e.monitors.Done()

@@ -20,10 +20,10 @@ import (
 // still runs is adopted again; one whose shim is gone gets the exit the
 // shim recorded, or is marked lost.
 func (e *Engine) reconcile(ctx context.Context) error {
-	adopt := map[string]*shim.Client{}
+	adopt := map[string]shimConn{}
 	probe := func(ctx context.Context, c *container.Container) (bool, *container.ExitInfo) {
 		if c.Runtime.ShimSocket != "" {
-			if client, err := shim.Connect(ctx, c.Runtime.ShimSocket); err == nil {
+			if client, err := e.shims.Connect(ctx, c.Runtime.ShimSocket); err == nil {
 				if st, err := client.State(ctx); err == nil && st.Status != wire.StatusStopped {
 					adopt[c.ID] = client
 					return true, nil
@@ -187,7 +187,7 @@ func (e *Engine) Close() error {
 // says are running: a daemon killed between spawning a shim and recording
 // the start leaves a shim (or, if the shim died too, an init) waiting for a
 // start that will never come.
-func (e *Engine) sweepOrphans(ctx context.Context, adopted map[string]*shim.Client) {
+func (e *Engine) sweepOrphans(ctx context.Context, adopted map[string]shimConn) {
 	if e.opts.RuntimeBinary == "" {
 		return
 	}
@@ -207,7 +207,7 @@ func (e *Engine) sweepOrphans(ctx context.Context, adopted map[string]*shim.Clie
 		bundle := filepath.Join(e.opts.StateDir, "containers", id)
 		if err == nil {
 			bundle = c.Runtime.BundleDir
-			if client, err := shim.Connect(ctx, c.Runtime.ShimSocket); err == nil {
+			if client, err := e.shims.Connect(ctx, c.Runtime.ShimSocket); err == nil {
 				client.Kill(ctx, syscall.SIGKILL)
 				// The shim cleans up and exits once its container is gone.
 				wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -215,7 +215,7 @@ func (e *Engine) sweepOrphans(ctx context.Context, adopted map[string]*shim.Clie
 				cancel()
 			}
 		}
-		if err := shim.Delete(ctx, e.opts.RuntimeBinary, bundle); err != nil {
+		if err := e.shims.Delete(ctx, e.opts.RuntimeBinary, bundle); err != nil {
 			e.log.Warn("removing an orphaned container", "container", id, "err", err)
 			continue
 		}

@@ -26,7 +26,7 @@ import (
 // that arrived before their container started (docker run attaches first).
 type runs struct {
 	mu      sync.Mutex
-	shims   map[string]*shim.Client
+	shims   map[string]shimConn
 	pending map[string][]*pendingAttach
 	// starting has a channel for each start under way, closed when it
 	// ends; removing counts the removals under way, which no start may
@@ -59,7 +59,7 @@ type attachResult struct {
 }
 
 func newRuns() *runs {
-	return &runs{shims: map[string]*shim.Client{}, pending: map[string][]*pendingAttach{}, starting: map[string]chan struct{}{}, removing: map[string]int{}, held: map[string]func(){}, attached: map[string][]*shim.Attachment{}, recorded: map[string]chan struct{}{}}
+	return &runs{shims: map[string]shimConn{}, pending: map[string][]*pendingAttach{}, starting: map[string]chan struct{}{}, removing: map[string]int{}, held: map[string]func(){}, attached: map[string][]*shim.Attachment{}, recorded: map[string]chan struct{}{}}
 }
 
 // releaseHeld lets go of the mounts container id's run holds (runs.held),
@@ -75,7 +75,7 @@ func (e *Engine) releaseHeld(id string) {
 }
 
 // addShim makes client the shim of id's run; the caller holds r.mu.
-func (r *runs) addShim(id string, client *shim.Client) {
+func (r *runs) addShim(id string, client shimConn) {
 	r.shims[id] = client
 	r.recorded[id] = make(chan struct{})
 }
@@ -91,7 +91,7 @@ func (r *runs) endRecorded(id string, ch chan struct{}) {
 	}
 }
 
-func (r *runs) client(id string) *shim.Client {
+func (r *runs) client(id string) shimConn {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.shims[id]
@@ -284,7 +284,7 @@ func startAge(c *container.Container, now time.Time) time.Time {
 
 // startShim mounts the rootfs, writes the bundle and spawns the shim with
 // the container created but not started.
-func (e *Engine) startShim(ctx context.Context, c *container.Container) (*shim.Client, error) {
+func (e *Engine) startShim(ctx context.Context, c *container.Container) (shimConn, error) {
 	if err := createBindSources(c.HostConfig); err != nil {
 		return nil, err
 	}
@@ -391,7 +391,7 @@ func (e *Engine) startShim(ctx context.Context, c *container.Container) (*shim.C
 		return nil, err
 	}
 	defer e.phase("start/shim-create", c.ID)()
-	client, err := shim.Create(ctx, shim.StartOptions{
+	client, err := e.shims.Create(ctx, shim.StartOptions{
 		LogRotation:   rot,
 		LogAttrs:      logAttrs(c),
 		ID:            c.ID,
@@ -425,7 +425,7 @@ func (e *Engine) startShim(ctx context.Context, c *container.Container) (*shim.C
 
 // monitor waits for a container's end, records it, and cleans up: the
 // rootfs is unmounted and an AutoRemove container removed.
-func (e *Engine) monitor(id string, client *shim.Client) {
+func (e *Engine) monitor(id string, client shimConn) {
 	defer e.monitors.Done()
 	ctx := context.Background()
 	e.runs.mu.Lock()
@@ -451,7 +451,7 @@ func (e *Engine) monitor(id string, client *shim.Client) {
 		return
 	}
 	if lost {
-		if _, err := shim.Connect(ctx, c.Runtime.ShimSocket); errors.Is(err, shim.ErrNoShim) {
+		if _, err := e.shims.Connect(ctx, c.Runtime.ShimSocket); errors.Is(err, shim.ErrNoShim) {
 			e.deleteLost(ctx, c)
 		}
 	}
@@ -554,7 +554,7 @@ func (e *Engine) deleteLost(ctx context.Context, c *container.Container) {
 	if e.opts.RuntimeBinary == "" || c.Runtime.BundleDir == "" {
 		return
 	}
-	if err := shim.Delete(ctx, e.opts.RuntimeBinary, c.Runtime.BundleDir); err != nil {
+	if err := e.shims.Delete(ctx, e.opts.RuntimeBinary, c.Runtime.BundleDir); err != nil {
 		e.log.Warn("killing a container whose shim died", "container", c.ID, "err", err)
 	}
 }
