@@ -7,9 +7,9 @@ import (
 	"io"
 	"os"
 	"path"
-	"strings"
 
 	"github.com/containerd/errdefs"
+	"github.com/hutch-engine/hutch/internal/inroot"
 	"golang.org/x/sys/unix"
 )
 
@@ -28,7 +28,7 @@ type dirTimes struct {
 }
 
 // extract unpacks the tar r into dest, a directory of the container. Each
-// entry's parent is resolved in the root (openat2, RESOLVE_IN_ROOT), so
+// entry's parent is resolved in the root (inroot's InRoot scope), so
 // symlinks, including those the archive itself made, lead nowhere but
 // into the container; the entry itself is then made with *at calls on
 // that directory that never follow a symlink.
@@ -104,7 +104,7 @@ func (r *fsRoot) extractEntry(dest, full string, hdr *tar.Header, content io.Rea
 		case opts.noOverwriteDirNonDir && !oldDir && isDir:
 			return false, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("cannot overwrite non-directory %q with directory %q", full, hdr.Name))
 		case !(oldDir && isDir):
-			if err := removeAllAt(pfd, base, 0); err != nil {
+			if err := removeAllAt(pfd, base); err != nil {
 				return false, err
 			}
 		}
@@ -195,39 +195,7 @@ func (r *fsRoot) extractEntry(dest, full string, hdr *tar.Header, content io.Rea
 // missing on the way (0755), and returns an O_PATH fd of it. Like
 // Docker's MkdirAll in the container's root, it follows symlinks, inside
 // the rootfs: a link to a missing directory gets that directory made.
-func (r *fsRoot) mkdirAll(dir string) (int, error) {
-	fd, err := r.open(dir, unix.O_PATH|unix.O_DIRECTORY)
-	if err == nil || !errors.Is(err, unix.ENOENT) {
-		return fd, err
-	}
-	resolved, err := r.follow(dir)
-	if err != nil {
-		return -1, err
-	}
-	pfd, err := r.open("/", unix.O_PATH|unix.O_DIRECTORY)
-	if err != nil {
-		return -1, err
-	}
-	parts := strings.Split(strings.Trim(resolved, "/"), "/")
-	for i, p := range parts {
-		if p == "" {
-			continue
-		}
-		// p is one name in a directory opened inside the root: if it is
-		// (or becomes) a link, the next open resolves it in the root too.
-		if err := unix.Mkdirat(pfd, p, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
-			unix.Close(pfd)
-			return -1, &os.PathError{Op: "mkdir", Path: resolved, Err: err}
-		}
-		next, err := r.open("/"+strings.Join(parts[:i+1], "/"), unix.O_PATH|unix.O_DIRECTORY)
-		unix.Close(pfd)
-		if err != nil {
-			return -1, err
-		}
-		pfd = next
-	}
-	return pfd, nil
-}
+func (r *fsRoot) mkdirAll(dir string) (int, error) { return r.MkdirAll(dir, 0o755) }
 
 // setOwnerMode sets owner and mode through an open fd, owner first (chown
 // clears set-id bits).
@@ -277,39 +245,10 @@ func chmodNoFollow(dir int, base, name string, mode uint32) error {
 
 // removeAllAt removes name in dir and, for a directory, everything in it,
 // without following symlinks.
-func removeAllAt(dir int, name string, depth int) error {
-	err := unix.Unlinkat(dir, name, 0)
-	if err == nil || errors.Is(err, unix.ENOENT) {
-		return nil
+func removeAllAt(dir int, name string) error {
+	err := inroot.RemoveAllAt(dir, name)
+	if errors.Is(err, inroot.ErrTooDeep) {
+		return errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("%s: %v", name, inroot.ErrTooDeep))
 	}
-	if !errors.Is(err, unix.EISDIR) && !errors.Is(err, unix.EPERM) {
-		return &os.PathError{Op: "unlink", Path: name, Err: err}
-	}
-	if depth > maxDepth {
-		return errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("%s: directories nested deeper than %d levels", name, maxDepth))
-	}
-	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return &os.PathError{Op: "open", Path: name, Err: err}
-	}
-	f := os.NewFile(uintptr(fd), name)
-	defer f.Close()
-	for {
-		names, err := f.Readdirnames(1024)
-		for _, n := range names {
-			if err := removeAllAt(fd, n, depth+1); err != nil {
-				return err
-			}
-		}
-		if errors.Is(err, io.EOF) || len(names) == 0 {
-			break
-		}
-		if err != nil {
-			return err
-		}
-	}
-	if err := unix.Unlinkat(dir, name, unix.AT_REMOVEDIR); err != nil && !errors.Is(err, unix.ENOENT) {
-		return &os.PathError{Op: "rmdir", Path: name, Err: err}
-	}
-	return nil
+	return err
 }

@@ -7,56 +7,35 @@ import (
 	"io"
 	"os"
 	"path"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/containerd/errdefs"
+	"github.com/hutch-engine/hutch/internal/inroot"
 	containertypes "github.com/moby/moby/api/types/container"
 	"golang.org/x/sys/unix"
 )
 
-// maxDepth bounds how deep cp descends: every level holds a directory file
-// descriptor open, and a container must not exhaust the engine's.
-const maxDepth = 512
-
-// fsRoot is a container's mounted rootfs, open for lookups that cannot
-// leave it.
+// fsRoot is a container's mounted rootfs (or a mount's source), open for
+// lookups that cannot leave it (package inroot).
 type fsRoot struct {
-	fd   int
+	*inroot.Root
 	path string // the mount point, for resolving users and messages
 }
 
 func openFSRoot(p string) (*fsRoot, error) {
-	fd, err := unix.Open(p, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	r, err := inroot.Open(p)
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: p, Err: err}
+		return nil, err
 	}
-	return &fsRoot{fd: fd, path: p}, nil
+	return &fsRoot{Root: r, path: p}, nil
 }
-
-func (r *fsRoot) Close() error { return unix.Close(r.fd) }
 
 // open opens name, a path in the container, with every symlink and ".."
 // resolved as if the rootfs were "/"; magic links (/proc/self/root…) are
 // refused.
 func (r *fsRoot) open(name string, flags int) (int, error) {
-	how := unix.OpenHow{
-		Flags:   uint64(flags | unix.O_CLOEXEC),
-		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
-	}
-	for range 16 {
-		fd, err := unix.Openat2(r.fd, name, &how)
-		// EAGAIN: a rename raced with the lookup; RESOLVE_IN_ROOT is
-		// strict about that.
-		if err != unix.EAGAIN && err != unix.EINTR {
-			if err != nil {
-				return -1, &os.PathError{Op: "open", Path: name, Err: err}
-			}
-			return fd, nil
-		}
-	}
-	return -1, &os.PathError{Op: "open", Path: name, Err: unix.EAGAIN}
+	return r.OpenFd(name, flags, 0, inroot.InRoot)
 }
 
 // entry names one file: the directory holding it (an open fd) and its
@@ -115,69 +94,7 @@ func (r *fsRoot) stat(abs string) (*entry, containertypes.PathStat, error) {
 // follow evaluates every symlink of p inside the root, as a process in
 // the container would, as far as p exists: Docker's LinkTarget. It only
 // computes a name; nothing is opened through it.
-func (r *fsRoot) follow(p string) (string, error) {
-	var done []string
-	todo := strings.Split(p, "/")
-	links := 0
-	for len(todo) > 0 {
-		c := todo[0]
-		todo = todo[1:]
-		switch c {
-		case "", ".":
-			continue
-		case "..":
-			if len(done) > 0 {
-				done = done[:len(done)-1]
-			}
-			continue
-		}
-		target, isLink, err := r.readLink("/"+strings.Join(done, "/"), c)
-		if err != nil {
-			return "", err
-		}
-		if !isLink {
-			done = append(done, c)
-			continue
-		}
-		if links++; links > 255 {
-			return "", &os.PathError{Op: "readlink", Path: p, Err: unix.ELOOP}
-		}
-		if path.IsAbs(target) {
-			done = nil
-		}
-		todo = append(strings.Split(target, "/"), todo...)
-	}
-	return "/" + strings.Join(done, "/"), nil
-}
-
-// readLink reads name in dir if it is a symlink; anything missing is not
-// a link.
-func (r *fsRoot) readLink(dir, name string) (string, bool, error) {
-	fd, err := r.open(dir, unix.O_PATH|unix.O_DIRECTORY)
-	if err != nil {
-		return "", false, nil
-	}
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	if unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFLNK {
-		return "", false, nil
-	}
-	target, err := readlinkat(fd, name)
-	return target, err == nil, err
-}
-
-func readlinkat(dir int, name string) (string, error) {
-	for size := 256; ; size *= 2 {
-		buf := make([]byte, size)
-		n, err := unix.Readlinkat(dir, name, buf)
-		if err != nil {
-			return "", &os.PathError{Op: "readlink", Path: name, Err: err}
-		}
-		if n < size {
-			return string(buf[:n]), nil
-		}
-	}
-}
+func (r *fsRoot) follow(p string) (string, error) { return r.Resolve(p) }
 
 // directory resolves abs, following every symlink inside the root, to the
 // directory an extraction goes into, and returns its path in the
@@ -209,15 +126,47 @@ type tarWriter struct {
 	buf   []byte
 }
 
+func newTarWriter(w io.Writer) *tarWriter {
+	return &tarWriter{tw: tar.NewWriter(w), links: map[[2]uint64]string{}, buf: make([]byte, 32<<10)}
+}
+
 func (r *fsRoot) writeTar(w io.Writer, ent *entry, name string) error {
-	t := &tarWriter{tw: tar.NewWriter(w), links: map[[2]uint64]string{}, buf: make([]byte, 32<<10)}
-	if err := t.add(ent.dir, ent.name, &ent.st, name, 0); err != nil {
+	t := newTarWriter(w)
+	base := ent.name
+	if base == "" {
+		base = "."
+	}
+	if err := t.walk(ent.dir, base, name); err != nil {
 		return err
 	}
 	return t.tw.Close()
 }
 
-func (t *tarWriter) add(dir int, name string, st *unix.Stat_t, tarName string, depth int) error {
+// walk archives the tree at name in dir, its entries named prefix and
+// their paths below it; an empty prefix leaves the tree's top out.
+func (t *tarWriter) walk(dir int, name, prefix string) error {
+	err := inroot.WalkAt(dir, name, func(dir int, name, rel string, st *unix.Stat_t) error {
+		tarName := prefix
+		switch {
+		case rel == "" && prefix == "":
+			return nil
+		case rel == "":
+		case prefix == "":
+			tarName = rel
+		default:
+			tarName = strings.TrimSuffix(prefix, "/") + "/" + rel
+		}
+		return t.add(dir, name, st, tarName)
+	})
+	if errors.Is(err, inroot.ErrTooDeep) {
+		return errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("%s: %v", prefix, inroot.ErrTooDeep))
+	}
+	return err
+}
+
+// add writes the header of one entry (and a regular file's content);
+// the walk goes into a directory's entries after it.
+func (t *tarWriter) add(dir int, name string, st *unix.Stat_t, tarName string) error {
 	hdr := &tar.Header{
 		Name:    tarName,
 		Mode:    int64(st.Mode & 0o7777),
@@ -228,11 +177,14 @@ func (t *tarWriter) add(dir int, name string, st *unix.Stat_t, tarName string, d
 	}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFDIR:
-		return t.addDir(dir, name, hdr, depth)
+		hdr.Typeflag = tar.TypeDir
+		if !strings.HasSuffix(hdr.Name, "/") {
+			hdr.Name += "/"
+		}
 	case unix.S_IFREG:
 		return t.addFile(dir, name, st, hdr)
 	case unix.S_IFLNK:
-		target, err := readlinkat(dir, name)
+		target, err := inroot.Readlinkat(dir, name)
 		if err != nil {
 			return err
 		}
@@ -249,46 +201,6 @@ func (t *tarWriter) add(dir int, name string, st *unix.Stat_t, tarName string, d
 		return nil // sockets are not archived, as in Docker
 	}
 	return t.tw.WriteHeader(hdr)
-}
-
-func (t *tarWriter) addDir(dir int, name string, hdr *tar.Header, depth int) error {
-	if depth > maxDepth {
-		return errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("%s: directories nested deeper than %d levels", hdr.Name, maxDepth))
-	}
-	if name == "" {
-		name = "."
-	}
-	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return &os.PathError{Op: "open", Path: hdr.Name, Err: err}
-	}
-	f := os.NewFile(uintptr(fd), hdr.Name)
-	defer f.Close()
-	hdr.Typeflag = tar.TypeDir
-	if !strings.HasSuffix(hdr.Name, "/") {
-		hdr.Name += "/"
-	}
-	if err := t.tw.WriteHeader(hdr); err != nil {
-		return err
-	}
-	names, err := f.Readdirnames(-1)
-	if err != nil {
-		return err
-	}
-	slices.Sort(names)
-	for _, n := range names {
-		var st unix.Stat_t
-		if err := unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			if errors.Is(err, unix.ENOENT) {
-				continue // removed meanwhile
-			}
-			return err
-		}
-		if err := t.add(fd, n, &st, hdr.Name+n, depth+1); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func (t *tarWriter) addFile(dir int, name string, st *unix.Stat_t, hdr *tar.Header) error {

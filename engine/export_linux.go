@@ -1,17 +1,12 @@
 package engine
 
 import (
-	"archive/tar"
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"os"
-	"slices"
 
 	"github.com/containerd/errdefs"
 	eventtypes "github.com/moby/moby/api/types/events"
-	"golang.org/x/sys/unix"
 
 	"github.com/hutch-engine/hutch/engine/container"
 )
@@ -51,29 +46,9 @@ func (e *Engine) ContainerExport(ctx context.Context, ref string) (io.ReadCloser
 // writeTree archives everything under the root, each entry named by its
 // path below the root.
 func (r *fsRoot) writeTree(w io.Writer) error {
-	fd, err := unix.Openat(r.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return &os.PathError{Op: "open", Path: r.path, Err: err}
-	}
-	dir := os.NewFile(uintptr(fd), r.path)
-	defer dir.Close()
-	names, err := dir.Readdirnames(-1)
-	if err != nil {
+	t := newTarWriter(w)
+	if err := t.walk(r.Fd(), ".", ""); err != nil {
 		return err
-	}
-	slices.Sort(names)
-	t := &tarWriter{tw: tar.NewWriter(w), links: map[[2]uint64]string{}, buf: make([]byte, 32<<10)}
-	for _, n := range names {
-		var st unix.Stat_t
-		if err := unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			if errors.Is(err, unix.ENOENT) {
-				continue // removed meanwhile
-			}
-			return err
-		}
-		if err := t.add(fd, n, &st, n, 1); err != nil {
-			return err
-		}
 	}
 	return t.tw.Close()
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -14,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hutch-engine/hutch/engine/container"
+	"github.com/hutch-engine/hutch/internal/inroot"
 )
 
 // stagedPrefix names the staging points beside a container's bundle.
@@ -150,33 +152,19 @@ func stageSubpath(root, sub, staging string) error {
 // they stay inside root; a ".." or a symlink that leads out of it
 // (absolute ones always do, the host's root not being the volume's) is
 // refused with Docker's ErrEscapesBase words, a path that is not there
-// with its ErrNotAccessible words. The kernel checks every step
-// (openat2 RESOLVE_BENEATH), so a concurrent rename cannot lead out.
+// with its ErrNotAccessible words. Every step is checked as it is taken
+// (inroot's Beneath scope), so a concurrent rename cannot lead out.
 func openSubpath(r *fsRoot, sub string, flags int) (int, error) {
-	if sub == "" {
-		sub = "."
+	fd, err := r.OpenFd(sub, flags, 0, inroot.Beneath)
+	switch {
+	case err == nil:
+		return fd, nil
+	case errors.Is(err, inroot.ErrEscape):
+		return -1, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("path concatenation escapes the base directory, base: %s, subpath: %s", r.path, sub))
+	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ELOOP), errors.Is(err, unix.ENOTDIR):
+		return -1, errdefs.ErrNotFound.WithMessage(fmt.Sprintf("cannot access path %s: %v", filepath.Join(r.path, sub), errors.Unwrap(err)))
 	}
-	how := unix.OpenHow{
-		Flags:   uint64(flags | unix.O_CLOEXEC),
-		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS,
-	}
-	for range 16 {
-		fd, err := unix.Openat2(r.fd, sub, &how)
-		switch err {
-		case nil:
-			return fd, nil
-		case unix.EAGAIN, unix.EINTR:
-			// EAGAIN: a rename raced with a ".." of the lookup.
-			continue
-		case unix.EXDEV:
-			return -1, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("path concatenation escapes the base directory, base: %s, subpath: %s", r.path, sub))
-		case unix.ENOENT, unix.ELOOP, unix.ENOTDIR:
-			return -1, errdefs.ErrNotFound.WithMessage(fmt.Sprintf("cannot access path %s: %v", filepath.Join(r.path, sub), err))
-		default:
-			return -1, &os.PathError{Op: "openat2", Path: filepath.Join(r.path, sub), Err: err}
-		}
-	}
-	return -1, &os.PathError{Op: "openat2", Path: filepath.Join(r.path, sub), Err: unix.EAGAIN}
+	return -1, &os.PathError{Op: "open", Path: filepath.Join(r.path, sub), Err: errors.Unwrap(err)}
 }
 
 // unstageAll unmounts the staging points left in bundle by a start that
@@ -217,7 +205,8 @@ func openMountRoot(c *container.Container, mp *containertypes.MountPoint) (*fsRo
 	if err != nil {
 		return nil, fmt.Errorf("volume at %s, subpath %s: %w", mp.Destination, sub, err)
 	}
-	return &fsRoot{fd: fd, path: filepath.Join(mp.Source, sub)}, nil
+	p := filepath.Join(mp.Source, sub)
+	return &fsRoot{Root: inroot.FromFd(fd, p), path: p}, nil
 }
 
 // openSubpathDir opens the directory sub of the volume directory dir for

@@ -128,7 +128,7 @@ func removeAllAt(dir int, name string, depth int) error {
 		return &os.PathError{Op: "unlink", Path: name, Err: err}
 	}
 	if depth > MaxDepth {
-		return &os.PathError{Op: "remove", Path: name, Err: unix.ELOOP}
+		return &os.PathError{Op: "remove", Path: name, Err: ErrTooDeep}
 	}
 	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {

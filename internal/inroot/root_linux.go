@@ -3,7 +3,6 @@ package inroot
 import (
 	"errors"
 	"os"
-	"path"
 	"sync"
 	"sync/atomic"
 
@@ -36,6 +35,10 @@ const MaxLinks = 40
 // holds a directory descriptor open, and a tree must not exhaust them.
 const MaxDepth = 512
 
+// ErrTooDeep is the error (errors.Is) of a Walk or RemoveAll that met
+// directories nested deeper than MaxDepth.
+var ErrTooDeep = errors.New("directories nested deeper than 512 levels")
+
 // Root is an open directory that lookups stay inside.
 type Root struct {
 	f    *os.File
@@ -52,15 +55,10 @@ func Open(dir string) (*Root, error) {
 	return &Root{f: os.NewFile(uintptr(fd), dir), name: dir}, nil
 }
 
-// Sub opens name (a directory) in r with scope s as a root of its own;
-// name is its path for messages.
-func (r *Root) Sub(name string, s Scope) (*Root, error) {
-	fd, err := r.OpenFd(name, unix.O_PATH|unix.O_DIRECTORY, 0, s)
-	if err != nil {
-		return nil, err
-	}
-	sub := path.Join(r.name, name)
-	return &Root{f: os.NewFile(uintptr(fd), sub), name: sub}, nil
+// FromFd makes a root of fd, an open directory, which the root then
+// owns; name is its path for messages.
+func FromFd(fd int, name string) *Root {
+	return &Root{f: os.NewFile(uintptr(fd), name), name: name}
 }
 
 // Close closes the root's descriptor.

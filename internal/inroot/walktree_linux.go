@@ -51,7 +51,7 @@ func walk(dir int, name, rel string, st *unix.Stat_t, fn WalkFunc, depth int) er
 		return err
 	}
 	if depth >= MaxDepth {
-		return &os.PathError{Op: "walk", Path: rel, Err: unix.ELOOP}
+		return &os.PathError{Op: "walk", Path: rel, Err: ErrTooDeep}
 	}
 	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err == unix.ENOENT || err == unix.ELOOP || err == unix.ENOTDIR {
