@@ -195,7 +195,7 @@ func (r *fsRoot) extractEntry(dest, full string, hdr *tar.Header, content io.Rea
 // missing on the way (0755), and returns an O_PATH fd of it. Like
 // Docker's MkdirAll in the container's root, it follows symlinks, inside
 // the rootfs: a link to a missing directory gets that directory made.
-func (r *fsRoot) mkdirAll(dir string) (int, error) { return r.MkdirAll(dir, 0o755) }
+func (r *fsRoot) mkdirAll(dir string) (int, error) { return r.MkdirAll(dir, 0o755, true) }
 
 // setOwnerMode sets owner and mode through an open fd, owner first (chown
 // clears set-id bits).

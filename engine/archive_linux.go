@@ -94,7 +94,7 @@ func (r *fsRoot) stat(abs string) (*entry, containertypes.PathStat, error) {
 // follow evaluates every symlink of p inside the root, as a process in
 // the container would, as far as p exists: Docker's LinkTarget. It only
 // computes a name; nothing is opened through it.
-func (r *fsRoot) follow(p string) (string, error) { return r.Resolve(p) }
+func (r *fsRoot) follow(p string) (string, error) { return r.Resolve(p, inroot.InRoot) }
 
 // directory resolves abs, following every symlink inside the root, to the
 // directory an extraction goes into, and returns its path in the

@@ -76,7 +76,7 @@ func FuzzResolve(f *testing.F) {
 		must(t, os.MkdirAll(filepath.Join(tr.root, "d"), 0o755))
 		tr.link(t, "l", target)
 		r := tr.open(t)
-		p, err := r.Resolve(name)
+		p, err := r.Resolve(name, InRoot)
 		if err != nil {
 			return
 		}

@@ -133,6 +133,7 @@ func TestCreateStaysInRoot(t *testing.T) {
 		tr.link(t, "newrel", "../../etc/created")
 		tr.link(t, "dir", tr.outside)
 		tr.link(t, "mk", "/made/here")
+		tr.link(t, "mk2", "/made/elsewhere")
 		r := tr.open(t)
 		for _, name := range []string{"new", "newrel", "dir/created"} {
 			f, err := r.Open(name, unix.O_WRONLY|unix.O_CREAT, 0o644)
@@ -149,19 +150,27 @@ func TestCreateStaysInRoot(t *testing.T) {
 				t.Errorf("the link's target in the root: %v", err)
 			}
 		}
-		fd, err := r.MkdirAll("dir/sub/deeper", 0o755)
+		fd, err := r.MkdirAll("dir/sub/deeper", 0o755, true)
 		must(t, err)
 		inside(t, tr.root, fd, "mkdir -p through a host link")
 		unix.Close(fd)
 		if _, err := os.Stat(filepath.Join(tr.root, tr.outside, "sub/deeper")); err != nil {
 			t.Errorf("mkdir -p through a link: not made in the root: %v", err)
 		}
-		fd, err = r.MkdirAll("mk/x", 0o755)
+		fd, err = r.MkdirAll("mk/x", 0o755, true)
 		must(t, err)
 		unix.Close(fd)
 		if st, err := r.Lstat("/made/here/x"); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
 			t.Errorf("mkdir -p through a dangling link: %v", err)
 		}
+		// Without dangling, a link to a missing directory is an error.
+		if _, err := r.MkdirAll("mk2/y", 0o755, false); !errors.Is(err, unix.ENOENT) {
+			t.Errorf("mkdir -p through a dangling link, not asked to: %v", err)
+		}
+		fd, err = r.MkdirAll("dir/../etc/new/deeper", 0o755, false)
+		must(t, err)
+		inside(t, tr.root, fd, "mkdir -p one at a time")
+		unix.Close(fd)
 		// O_EXCL never follows: an existing link is EEXIST.
 		if _, err := r.Open("mk", unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o644); !errors.Is(err, unix.EEXIST) {
 			t.Errorf("O_EXCL on a symlink: %v", err)
@@ -255,11 +264,11 @@ func TestResolve(t *testing.T) {
 		"/../../../abs":   "/etc",
 		"etc/passwd/../x": "/etc/x",
 	} {
-		if got, err := r.Resolve(name); err != nil || got != want {
+		if got, err := r.Resolve(name, InRoot); err != nil || got != want {
 			t.Errorf("Resolve(%q) = %q, %v; want %q", name, got, err, want)
 		}
 	}
-	if _, err := r.Resolve("loop"); !errors.Is(err, unix.ELOOP) {
+	if _, err := r.Resolve("loop", InRoot); !errors.Is(err, unix.ELOOP) {
 		t.Errorf("a loop: %v", err)
 	}
 }
@@ -302,11 +311,11 @@ func TestLongPaths(t *testing.T) {
 		tr := newTree(t)
 		r := tr.open(t)
 		deep := strings.Repeat("d/", 1500) // 3000 bytes, 1500 levels
-		fd, err := r.MkdirAll(deep, 0o755)
+		fd, err := r.MkdirAll(deep, 0o755, true)
 		must(t, err)
 		unix.Close(fd)
 		long := strings.Repeat(deep, 2) + "x"
-		if _, err := r.MkdirAll(long, 0o755); err != nil && !errors.Is(err, unix.ENAMETOOLONG) {
+		if _, err := r.MkdirAll(long, 0o755, true); err != nil && !errors.Is(err, unix.ENAMETOOLONG) {
 			t.Errorf("a name longer than PATH_MAX: %v", err)
 		}
 		tr.link(t, "up", strings.Repeat("../", 1300))

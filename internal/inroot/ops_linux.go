@@ -176,11 +176,14 @@ func (r *Root) Rename(oldname, newname string) error {
 }
 
 // Resolve returns the path that name leads to in the root ("/" being the
-// root), every symlink on the way evaluated as InRoot does, as far as
-// the path exists; what does not exist is joined as it is. It only
+// root), every symlink on the way evaluated as the scope s does, as far
+// as the path exists; what does not exist is joined as it is. It only
 // computes a name (Docker's LinkTarget, the directory a dangling symlink
 // names); nothing is opened through it.
-func (r *Root) Resolve(name string) (string, error) {
+func (r *Root) Resolve(name string, s Scope) (string, error) {
+	if s != InRoot && strings.HasPrefix(name, "/") {
+		return "", &os.PathError{Op: "resolve", Path: name, Err: ErrEscape}
+	}
 	var done []string
 	todo, _ := components(name)
 	cur, owned := r.Fd(), false // the directory done names, or -1
@@ -197,6 +200,9 @@ func (r *Root) Resolve(name string) (string, error) {
 		c := todo[0]
 		todo = todo[1:]
 		if c == ".." {
+			if len(done) == 0 && s != InRoot {
+				return "", &os.PathError{Op: "resolve", Path: name, Err: ErrEscape}
+			}
 			if len(done) > 0 {
 				done = done[:len(done)-1]
 			}
@@ -238,10 +244,13 @@ func (r *Root) Resolve(name string) (string, error) {
 			if err != nil {
 				return "", &os.PathError{Op: "readlink", Path: name, Err: err}
 			}
-			if links++; links > 255 {
-				return "", &os.PathError{Op: "readlink", Path: name, Err: unix.ELOOP}
+			if links++; links > 255 || s == NoSymlinks {
+				return "", &os.PathError{Op: "resolve", Path: name, Err: unix.ELOOP}
 			}
 			if strings.HasPrefix(target, "/") {
+				if s != InRoot {
+					return "", &os.PathError{Op: "resolve", Path: name, Err: ErrEscape}
+				}
 				done = nil
 				closeCur()
 			}
@@ -262,16 +271,21 @@ func (r *Root) Resolve(name string) (string, error) {
 }
 
 // MkdirAll opens the directory name in the root (O_PATH), making what is
-// missing on the way with mode perm (less the umask). Like mkdir -p in a
-// chroot, it follows symlinks, in the root: a symlink to a missing
-// directory gets that directory made.
-func (r *Root) MkdirAll(name string, perm uint32) (int, error) {
+// missing on the way with mode perm (less the umask), symlinks followed
+// in the root. With dangling, a symlink to a missing directory gets that
+// directory made, as Docker's MkdirAll in a container's root and
+// containers/storage do; without, it is an error (ENOENT), as for mkdir
+// -p.
+func (r *Root) MkdirAll(name string, perm uint32, dangling bool) (int, error) {
 	fd, err := r.OpenFd(name, unix.O_PATH|unix.O_DIRECTORY, 0, InRoot)
 	if err == nil || !errors.Is(err, unix.ENOENT) {
 		return fd, err
 	}
+	if !dangling {
+		return r.mkdirEach(name, perm)
+	}
 	for range retries {
-		resolved, err := r.Resolve(name)
+		resolved, err := r.Resolve(name, InRoot)
 		if err != nil {
 			return -1, err
 		}
@@ -312,6 +326,34 @@ func (r *Root) mkdirResolved(resolved string, perm uint32) (int, error) {
 			return -1, err
 		}
 		pfd = next
+	}
+	return pfd, nil
+}
+
+// mkdirEach makes the missing directories of name one at a time, each
+// in its parent as resolved in the root; a name that exists but does not
+// lead to a directory (a dangling symlink) fails.
+func (r *Root) mkdirEach(name string, perm uint32) (int, error) {
+	elems, _ := components(name)
+	pfd, err := r.OpenFd(".", unix.O_PATH|unix.O_DIRECTORY, 0, InRoot)
+	if err != nil {
+		return -1, err
+	}
+	for i, e := range elems {
+		prefix := strings.Join(elems[:i+1], "/")
+		fd, err := r.OpenFd(prefix, unix.O_PATH|unix.O_DIRECTORY, 0, InRoot)
+		if errors.Is(err, unix.ENOENT) && e != ".." {
+			if merr := unix.Mkdirat(pfd, e, perm); merr != nil && merr != unix.EEXIST {
+				unix.Close(pfd)
+				return -1, &os.PathError{Op: "mkdir", Path: prefix, Err: merr}
+			}
+			fd, err = r.OpenFd(prefix, unix.O_PATH|unix.O_DIRECTORY, 0, InRoot)
+		}
+		unix.Close(pfd)
+		if err != nil {
+			return -1, err
+		}
+		pfd = fd
 	}
 	return pfd, nil
 }

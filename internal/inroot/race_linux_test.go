@@ -73,7 +73,7 @@ func TestSymlinkSwapRace(t *testing.T) {
 						f.Close()
 					}
 				case 1:
-					if fd, err := r.MkdirAll("d/newdir/sub", 0o755); err == nil {
+					if fd, err := r.MkdirAll("d/newdir/sub", 0o755, i%8 == 1); err == nil {
 						unix.Close(fd)
 					}
 				case 2:

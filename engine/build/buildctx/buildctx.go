@@ -4,12 +4,11 @@
 // Dockerfile is read and COPY and ADD take their files.
 //
 // The archive is untrusted. Extract makes every entry with *at calls in
-// a directory resolved by openat2(RESOLVE_IN_ROOT), never following the
-// entry's own name, so no name, hard link or symlink of the archive
-// writes outside the directory. Later reads resolve paths one component
-// at a time and refuse any ".." or symlink that leads out of the
-// context. Nothing writes into the directory once Extract has returned,
-// so those reads race with no one.
+// a directory resolved inside the context (package inroot), never
+// following the entry's own name, so no name, hard link or symlink of
+// the archive writes outside the directory. Later reads resolve paths
+// inside the context too and refuse any ".." or symlink that leads out
+// of it.
 //
 // Paths that .dockerignore excludes leave the context tree for a hidden
 // directory inside it (".buildctx-<random>", which Tar never shows):
@@ -24,12 +23,15 @@ package buildctx
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/hutch-engine/hutch/internal/inroot"
+	"golang.org/x/sys/unix"
 )
 
 // Error is a user error (the API answers 400 for it); its message is
@@ -121,70 +123,58 @@ func (c *Context) excludedDir() string { return filepath.Join(c.dir, c.priv, "ex
 // errOutside is a path that leads out of the context.
 var errOutside = errors.New("path outside the build context")
 
-// maxLinks bounds the symlinks one lookup follows, as the kernel does.
-const maxLinks = 40
-
 // resolve follows rel, a slash-separated path, inside base, every
 // symlink included, and returns the path it names relative to base (""
 // for base itself). A ".." or a symlink that leads out of base (absolute
 // symlinks included) is errOutside; a missing component, or one that is
 // not a directory where one is needed, is fs.ErrNotExist, as is anything
-// under hidden, a name in base. base is never written to concurrently,
-// which is what makes a lookup in user space safe.
+// under hidden, a name in base.
 func resolve(base, rel, hidden string) (string, error) {
-	var done []string
-	todo := strings.Split(rel, "/")
-	links := 0
-	for len(todo) > 0 {
-		p := todo[0]
-		todo = todo[1:]
-		switch p {
-		case "", ".":
-			continue
-		case "..":
-			if len(done) == 0 {
-				return "", errOutside
-			}
-			done = done[:len(done)-1]
-			continue
-		}
-		if len(done) == 0 && hidden != "" && p == hidden {
-			return "", fs.ErrNotExist
-		}
-		cur := filepath.Join(base, filepath.Join(done...), p)
-		fi, err := os.Lstat(cur)
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-			return "", fs.ErrNotExist
-		} else if err != nil {
-			return "", err
-		}
-		if fi.Mode()&fs.ModeSymlink == 0 {
-			if !fi.IsDir() && strings.Join(todo, "") != "" {
-				return "", fs.ErrNotExist // a file used as a directory
-			}
-			done = append(done, p)
-			continue
-		}
-		if links++; links > maxLinks {
-			return "", &fs.PathError{Op: "resolve", Path: rel, Err: syscall.ELOOP}
-		}
-		target, err := os.Readlink(cur)
-		if err != nil {
-			return "", err
-		}
-		if path.IsAbs(target) {
-			return "", errOutside
-		}
-		todo = append(strings.Split(target, "/"), todo...)
+	r, err := inroot.Open(base)
+	if err != nil {
+		return "", err
 	}
-	return strings.Join(done, "/"), nil
+	defer r.Close()
+	return resolveIn(r, rel, hidden)
+}
+
+func resolveIn(r *inroot.Root, rel, hidden string) (string, error) {
+	p, err := r.Resolve(strings.TrimLeft(rel, "/"), inroot.Beneath)
+	if errors.Is(err, inroot.ErrEscape) {
+		return "", errOutside
+	} else if err != nil {
+		return "", err
+	}
+	p = strings.TrimPrefix(p, "/")
+	if hidden != "" && (p == hidden || strings.HasPrefix(p, hidden+"/")) {
+		return "", fs.ErrNotExist
+	}
+	// What Resolve named exists, all of it, with no symlink left.
+	fd, err := r.OpenFd(p, unix.O_PATH, 0, inroot.NoSymlinks)
+	if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ENOTDIR) {
+		return "", fs.ErrNotExist
+	} else if err != nil {
+		return "", err
+	}
+	unix.Close(fd)
+	return p, nil
 }
 
 // readIn reads the file rel resolves to in base.
 func readIn(base, rel, hidden string) ([]byte, error) {
-	r, err := resolve(base, rel, hidden)
+	r, err := inroot.Open(base)
 	if err != nil {
 		return nil, err
 	}
-	return os.ReadFile(filepath.Join(base, r))
+	defer r.Close()
+	p, err := resolveIn(r, rel, hidden)
+	if err != nil {
+		return nil, err
+	}
+	f, err := r.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
 }

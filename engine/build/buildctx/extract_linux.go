@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/hutch-engine/hutch/internal/inroot"
 	"go.podman.io/storage/pkg/archive"
 	"golang.org/x/sys/unix"
 )
@@ -22,8 +23,8 @@ import (
 // names with ".." that leave dir and hard links whose target leaves dir
 // are errors; absolute names lose their leading "/"; device and FIFO
 // entries are skipped; symlinks are made as they are, and every entry is
-// created relative to its parent directory resolved with
-// openat2(RESOLVE_IN_ROOT), so a symlink of the archive cannot redirect a
+// created relative to its parent directory resolved inside dir (package
+// inroot), so a symlink of the archive cannot redirect a
 // later entry outside dir. Modes (set-id and sticky bits only if the
 // process can set them) and modification times are kept; owners are not.
 // A malformed archive is an *Error. After extraction, the paths the
@@ -43,11 +44,11 @@ func Extract(r io.Reader, dir string) (*Context, error) {
 	if len(ents) > 0 {
 		return nil, fmt.Errorf("build context: %s is not empty", dir)
 	}
-	root, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	root, err := inroot.Open(dir)
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
+		return nil, err
 	}
-	defer unix.Close(root)
+	defer root.Close()
 	x := &extractor{root: root, dirs: map[string]dirMeta{}, modes: map[uint64]uint32{}, unprivileged: os.Geteuid() != 0}
 	if err := x.run(r); err != nil {
 		return nil, err
@@ -90,7 +91,7 @@ type dirMeta struct {
 }
 
 type extractor struct {
-	root         int                // O_PATH fd of the context directory
+	root         *inroot.Root       // the context directory
 	dirs         map[string]dirMeta // directory entries, by clean name
 	modes        map[uint64]uint32  // Context.modes
 	unprivileged bool               // no CAP_DAC_OVERRIDE, presumably
@@ -209,7 +210,7 @@ func (x *extractor) clear(pfd int, name, base string, isDir bool) error {
 		return nil
 	}
 	delete(x.dirs, name)
-	if err := removeAllAt(pfd, base); err != nil {
+	if err := inroot.RemoveAllAt(pfd, base); err != nil {
 		return fsError("remove", name, err)
 	}
 	return nil

@@ -4,57 +4,24 @@ import (
 	"archive/tar"
 	"errors"
 	"fmt"
-	"os"
-	"path"
 	"strings"
 	"time"
 
+	"github.com/hutch-engine/hutch/internal/inroot"
 	"golang.org/x/sys/unix"
 )
 
 // open opens dir, a directory of the context, as an O_PATH fd, with
 // every symlink and ".." resolved as if the context were "/".
 func (x *extractor) open(dir string) (int, error) {
-	dir = strings.TrimSuffix(dir, "/")
-	if dir == "" {
-		dir = "."
-	}
-	how := unix.OpenHow{
-		Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
-		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
-	}
-	for range 16 {
-		fd, err := unix.Openat2(x.root, dir, &how)
-		if err != unix.EAGAIN && err != unix.EINTR {
-			return fd, err
-		}
-	}
-	return -1, unix.EAGAIN
+	return x.root.OpenFd(dir, unix.O_PATH|unix.O_DIRECTORY, 0, inroot.InRoot)
 }
 
 // mkdirAll opens dir as open does, making what is missing (0755).
 func (x *extractor) mkdirAll(dir string) (int, error) {
-	fd, err := x.open(dir)
-	if err == nil {
-		return fd, nil
-	}
-	dir = strings.TrimSuffix(dir, "/")
-	if !errors.Is(err, unix.ENOENT) || dir == "" {
-		return -1, fsError("open", dir, err)
-	}
-	parent, base := path.Split(dir)
-	pfd, err := x.mkdirAll(parent)
+	fd, err := x.root.MkdirAll(dir, 0o755, false)
 	if err != nil {
-		return -1, err
-	}
-	err = unix.Mkdirat(pfd, base, 0o755)
-	unix.Close(pfd)
-	if err != nil && !errors.Is(err, unix.EEXIST) {
-		return -1, fsError("mkdir", dir, err)
-	}
-	// base may be a symlink: resolve it in the root like the rest.
-	if fd, err = x.open(dir); err != nil {
-		return -1, fsError("open", dir, err)
+		return -1, fsError("mkdir", strings.TrimSuffix(dir, "/"), err)
 	}
 	return fd, nil
 }
@@ -130,33 +97,4 @@ func fsError(op, name string, err error) error {
 		}
 	}
 	return userErrorf("build context: %s %s: %v", op, name, err)
-}
-
-// removeAllAt removes name in dir and, for a directory, everything in
-// it, without following symlinks.
-func removeAllAt(dir int, name string) error {
-	err := unix.Unlinkat(dir, name, 0)
-	if err == nil || errors.Is(err, unix.ENOENT) {
-		return nil
-	}
-	if !errors.Is(err, unix.EISDIR) && !errors.Is(err, unix.EPERM) {
-		return err
-	}
-	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	f := os.NewFile(uintptr(fd), name)
-	names, err := f.Readdirnames(-1)
-	for _, n := range names {
-		if err != nil {
-			break
-		}
-		err = removeAllAt(fd, n)
-	}
-	f.Close()
-	if err != nil {
-		return err
-	}
-	return unix.Unlinkat(dir, name, unix.AT_REMOVEDIR)
 }
