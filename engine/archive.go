@@ -25,9 +25,8 @@ import (
 
 // docker cp: the container's rootfs is mounted through the image store
 // (mounts nest, so this works for running and stopped containers alike)
-// and every path a client names is resolved inside it with
-// openat2(RESOLVE_IN_ROOT): symlinks and ".." resolve as if the rootfs
-// were "/", so no link in the container can make the engine read or write
+// and every path a client names is resolved inside it (package inroot):
+// symlinks and ".." resolve as if the rootfs were "/", so no link in the container can make the engine read or write
 // a host file. Trees are walked and written through directory file
 // descriptors, one component at a time and never following a symlink, so a
 // container that swaps a directory for a link while cp runs gains nothing

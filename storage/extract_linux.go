@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/hutch-engine/hutch/internal/inroot"
 	"github.com/opencontainers/go-digest"
 	"github.com/vbatts/tar-split/archive/tar"
 	"github.com/vbatts/tar-split/tar/storage"
@@ -384,7 +385,7 @@ func (x *extractor) replace(e *entryCtx) (merge bool, err error) {
 		return true, nil
 	}
 	x.forgetDirs()
-	if err := removeAt(e.parent.fd, e.base); err != nil {
+	if err := inroot.RemoveAllAt(e.parent.fd, e.base); err != nil {
 		return false, &os.PathError{Op: "remove", Path: e.key, Err: err}
 	}
 	return false, nil

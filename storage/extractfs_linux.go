@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -11,12 +10,13 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/hutch-engine/hutch/internal/inroot"
 	"golang.org/x/sys/unix"
 )
 
 // The file system side of layer extraction (extract_linux.go): every name
-// is resolved from a directory file descriptor, parents with openat2 and
-// RESOLVE_IN_ROOT, so a symlink in the layer resolves inside the layer's
+// is resolved from a directory file descriptor, parents inside the layer's
+// directory (package inroot's InRoot scope), so a symlink in the layer resolves inside the layer's
 // directory as it would in containers/storage's chroot, and the last
 // element of a name is never followed.
 
@@ -31,19 +31,10 @@ type dirHandle struct {
 }
 
 // openInRoot opens name (relative to root, "" is root itself) with every
-// symlink and ".." resolved inside root and magic links refused.
+// symlink and ".." resolved inside root and magic links refused; the
+// error is the bare errno.
 func openInRoot(root int, name string, flags int) (int, error) {
-	if name == "" {
-		name = "."
-	}
-	how := unix.OpenHow{Flags: uint64(flags | unix.O_CLOEXEC), Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS}
-	for range 16 {
-		fd, err := unix.Openat2(root, name, &how)
-		if err != unix.EAGAIN && err != unix.EINTR {
-			return fd, err
-		}
-	}
-	return -1, unix.EAGAIN
+	return inroot.OpenAt(root, name, flags, 0, inroot.InRoot)
 }
 
 // dir returns the directory name (a cleaned path relative to the layer
@@ -106,7 +97,7 @@ func (x *extractor) mkdirAllOnce(name string) (_ dirHandle, next string, _ error
 			if err == unix.ENOENT {
 				err = unix.Mkdirat(parent.fd, elem, 0o777)
 				if err == unix.EEXIST {
-					target, lerr := readlinkAt(parent.fd, elem)
+					target, lerr := inroot.Readlinkat(parent.fd, elem)
 					if lerr != nil {
 						return dirHandle{}, "", &os.PathError{Op: "mkdir", Path: cur, Err: err}
 					}
@@ -137,15 +128,6 @@ func (x *extractor) mkdirAllOnce(name string) (_ dirHandle, next string, _ error
 	return parent, "", nil
 }
 
-func readlinkAt(dir int, name string) (string, error) {
-	buf := make([]byte, unix.PathMax)
-	n, err := unix.Readlinkat(dir, name, buf)
-	if err != nil {
-		return "", err
-	}
-	return string(buf[:n]), nil
-}
-
 // forgetDirs empties the cache: after an entry was removed or replaced,
 // a cached name may no longer lead where it did. The descriptors are
 // closed before the next entry (the current one may still use one).
@@ -169,34 +151,6 @@ func joinRel(dir, elem string) string {
 		return elem
 	}
 	return dir + "/" + elem
-}
-
-// removeAt removes name in dir and, for a directory, everything under it,
-// without following symlinks.
-func removeAt(dir int, name string) error {
-	err := unix.Unlinkat(dir, name, 0)
-	if err != unix.EISDIR && err != unix.EPERM {
-		return err
-	}
-	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	f := os.NewFile(uintptr(fd), name)
-	for {
-		ents, rerr := f.ReadDir(256)
-		for _, e := range ents {
-			if err := removeAt(fd, e.Name()); err != nil && err != unix.ENOENT {
-				f.Close()
-				return err
-			}
-		}
-		if rerr != nil || len(ents) == 0 {
-			break
-		}
-	}
-	f.Close()
-	return unix.Unlinkat(dir, name, unix.AT_REMOVEDIR)
 }
 
 // chownNew gives a new entry (fd, or name in parent when fd < 0) the
@@ -308,12 +262,5 @@ func processUmask() (uint32, bool) {
 }
 
 // openat2Works reports whether the kernel has openat2 (Linux 5.6), which
-// the extraction needs.
-var openat2Works = sync.OnceValue(func() bool {
-	fd, err := openInRoot(unix.AT_FDCWD, "/", unix.O_PATH|unix.O_DIRECTORY)
-	if err != nil {
-		return !errors.Is(err, unix.ENOSYS)
-	}
-	unix.Close(fd)
-	return true
-})
+// staged extraction is kept to.
+func openat2Works() bool { return inroot.HasOpenat2() }

@@ -1,15 +1,16 @@
 package volume
 
 import (
+	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path"
-	"path/filepath"
-	"syscall"
+	"slices"
+	"strconv"
+	"strings"
 
-	securejoin "github.com/cyphar/filepath-securejoin"
+	"github.com/hutch-engine/hutch/internal/inroot"
 	"golang.org/x/sys/unix"
 )
 
@@ -17,134 +18,200 @@ import (
 // has at target (an absolute path inside the container), as Docker does when
 // an empty volume is mounted over image content: images ship defaults where
 // they declare a VOLUME and expect them to show through the first time.
-// target is resolved as if rootfs were "/", so no symlink of the image leads
-// out of it (the container does not run yet: the path cannot change).
+// target is resolved as if rootfs were "/" and the tree under it is walked
+// through directory descriptors, never following a symlink (package
+// inroot), so no symlink of the image leads out of it; what is made in dir
+// is made with *at calls in directories opened without following a
+// symlink, so nothing is written outside dir even if something else
+// changes dir meanwhile.
 //
 // Nothing is done if dir has an entry or target is not a directory. Else
 // directories, regular files, FIFOs and symlinks (never followed) are copied
 // with their mode, owner and times, and dir takes target's (Docker's
 // copyOwnership); sockets and devices are skipped, hard links become
-// separate files. On error, dir is left as it is.
+// separate files.
 func CopyUp(rootfs, target, dir string) error {
 	fail := func(rel string, err error) error {
 		if err == nil {
 			return nil
 		}
-		return fmt.Errorf("copying %s into the volume: %w", path.Join(target, filepath.ToSlash(rel)), err)
+		return fmt.Errorf("copying %s into the volume: %w", path.Join(target, rel), err)
 	}
-	f, err := os.Open(dir)
-	if err == nil {
-		_, err = f.Readdirnames(1)
-		f.Close()
-	}
-	if err != io.EOF {
-		return fail(".", err) // nil: dir has an entry
-	}
-	src, err := securejoin.SecureJoin(filepath.Clean(rootfs), target)
+	dst, err := inroot.Open(dir)
 	if err != nil {
 		return fail(".", err)
 	}
-	top, err := os.Lstat(src)
-	if securejoin.IsNotExist(err) || err == nil && !top.IsDir() {
-		return nil // ENOENT or ENOTDIR: no directory to copy
+	defer dst.Close()
+	if empty, err := isEmpty(dst); !empty || err != nil {
+		return fail(".", err)
+	}
+	src, err := inroot.Open(rootfs)
+	if err != nil {
+		return fail(".", err)
+	}
+	defer src.Close()
+	top, err := src.OpenFd(target, unix.O_PATH|unix.O_DIRECTORY, 0, inroot.InRoot)
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+		return nil // no directory to copy
 	} else if err != nil {
 		return fail(".", err)
 	}
+	defer unix.Close(top)
 
-	// Every entry is made at dir/rel. WalkDir yields a directory before
-	// what it holds and never descends a symlink, so every parent on the
-	// way to dir/rel is a directory we made with Mkdir: no symlink we
-	// copied is ever traversed, and nothing is written outside dir.
 	// Directories get their owner, mode and times once the walk is over:
-	// filling them changes their times, and a read-only mode is in the way.
-	dirs := map[string]*syscall.Stat_t{".": top.Sys().(*syscall.Stat_t)}
-	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		rel, _ := filepath.Rel(src, p) // p is src or under it
-		if err != nil || rel == "." {
-			return fail(rel, err)
+	// filling them changes their times, and a read-only mode is in the
+	// way.
+	dirs := map[string]unix.Stat_t{}
+	err = inroot.WalkAt(top, ".", func(sdir int, name, rel string, st *unix.Stat_t) error {
+		if rel == "" {
+			dirs[""] = *st
+			return nil
 		}
-		fi, err := d.Info() // an lstat
-		if err == nil {
-			st := fi.Sys().(*syscall.Stat_t)
-			if err = copyEntry(p, filepath.Join(dir, rel), st); err == nil && fi.IsDir() {
-				dirs[rel] = st
-			}
+		err := copyEntry(dst, sdir, name, rel, st)
+		if err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			dirs[rel] = *st
 		}
 		return fail(rel, err)
 	})
 	if err != nil {
 		return err
 	}
-	for rel, st := range dirs {
-		p := filepath.Join(dir, rel)
-		if rel == "." {
-			// dir may be a /proc/self/fd link to the directory (a volume's
-			// subpath, opened inside it): the slash has setMeta follow it.
-			p = dir + "/"
-		}
-		if err := setMeta(p, st); err != nil {
+	rels := make([]string, 0, len(dirs))
+	for rel := range dirs {
+		rels = append(rels, rel)
+	}
+	// Deepest first: a parent's read-only mode comes last.
+	slices.SortFunc(rels, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
+	for _, rel := range rels {
+		st := dirs[rel]
+		if err := setDirMeta(dst, rel, &st); err != nil {
 			return fail(rel, err)
 		}
 	}
 	return nil
 }
 
-// copyEntry makes dst a copy of src, described by st; a directory, empty.
-func copyEntry(src, dst string, st *syscall.Stat_t) error {
-	var err error
-	switch st.Mode & syscall.S_IFMT {
-	case syscall.S_IFDIR:
-		return os.Mkdir(dst, 0o700)
-	case syscall.S_IFREG:
-		err = copyFile(src, dst)
-	case syscall.S_IFLNK:
+func isEmpty(dst *inroot.Root) (bool, error) {
+	f, err := dst.Open(".", unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	_, err = f.Readdirnames(1)
+	if err == io.EOF {
+		return true, nil
+	}
+	return false, err
+}
+
+// copyEntry makes rel in dst a copy of name in sdir, described by st; a
+// directory, empty. Its parent in dst is one CopyUp made: it is opened
+// refusing any symlink.
+func copyEntry(dst *inroot.Root, sdir int, name, rel string, st *unix.Stat_t) error {
+	parent, base := path.Split(rel)
+	pfd, err := dst.OpenFd(parent, unix.O_PATH|unix.O_DIRECTORY, 0, inroot.NoSymlinks)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(pfd)
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		return pathError("mkdir", rel, unix.Mkdirat(pfd, base, 0o700))
+	case unix.S_IFREG:
+		err = copyFile(sdir, name, pfd, base)
+	case unix.S_IFLNK:
 		var link string
-		if link, err = os.Readlink(src); err == nil {
-			err = os.Symlink(link, dst)
+		if link, err = inroot.Readlinkat(sdir, name); err == nil {
+			err = pathError("symlink", rel, unix.Symlinkat(link, pfd, base))
 		}
-	case syscall.S_IFIFO:
-		err = pathError("mkfifo", dst, unix.Mkfifo(dst, 0o600))
+	case unix.S_IFIFO:
+		err = pathError("mkfifo", rel, unix.Mknodat(pfd, base, unix.S_IFIFO|0o600, 0))
 	default:
 		return nil // sockets and device nodes
 	}
 	if err != nil {
 		return err
 	}
-	return setMeta(dst, st)
+	return setMeta(pfd, base, st)
 }
 
-func copyFile(src, dst string) error {
-	in, err := os.OpenFile(src, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+func copyFile(sdir int, name string, pfd int, base string) error {
+	in, err := unix.Openat(sdir, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return err
+		return pathError("open", name, err)
 	}
-	defer in.Close()
-	// O_EXCL: dst is made here, never followed if it were a symlink.
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	inf := os.NewFile(uintptr(in), name)
+	defer inf.Close()
+	// O_EXCL|O_NOFOLLOW: the copy is made here, never followed.
+	out, err := unix.Openat(pfd, base, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
-		return err
+		return pathError("create", base, err)
 	}
-	_, err = io.Copy(out, in)
-	if cerr := out.Close(); err == nil {
+	outf := os.NewFile(uintptr(out), base)
+	_, err = io.Copy(outf, inf)
+	if cerr := outf.Close(); err == nil {
 		err = cerr
 	}
 	return err
 }
 
-// setMeta gives p, which CopyUp made, st's owner, mode and times; a
-// symlink is not followed.
-func setMeta(p string, st *syscall.Stat_t) error {
-	if err := os.Lchown(p, int(st.Uid), int(st.Gid)); err != nil {
-		return err
+// setMeta gives base in pfd, which CopyUp made, st's owner, mode and
+// times; a symlink is not followed.
+func setMeta(pfd int, base string, st *unix.Stat_t) error {
+	if err := unix.Fchownat(pfd, base, int(st.Uid), int(st.Gid), unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return pathError("lchown", base, err)
 	}
 	// After the chown, which clears setuid and setgid; links have no mode.
-	if st.Mode&syscall.S_IFMT != syscall.S_IFLNK {
-		if err := pathError("chmod", p, unix.Chmod(p, st.Mode&0o7777)); err != nil {
+	if st.Mode&unix.S_IFMT != unix.S_IFLNK {
+		if err := chmodAt(pfd, base, st.Mode&0o7777); err != nil {
 			return err
 		}
 	}
-	ts := []unix.Timespec{unix.NsecToTimespec(st.Atim.Nano()), unix.NsecToTimespec(st.Mtim.Nano())}
-	return pathError("utimes", p, unix.UtimesNanoAt(unix.AT_FDCWD, p, ts, unix.AT_SYMLINK_NOFOLLOW))
+	return pathError("utimes", base, unix.UtimesNanoAt(pfd, base, times(st), unix.AT_SYMLINK_NOFOLLOW))
+}
+
+// chmodAt changes the mode of base in pfd without following it: through
+// an O_PATH descriptor of it and its /proc/self/fd link, which names that
+// very inode (fchmodat has no AT_SYMLINK_NOFOLLOW before Linux 6.6).
+func chmodAt(pfd int, base string, mode uint32) error {
+	fd, err := unix.Openat(pfd, base, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return pathError("open", base, err)
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return err
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		return nil // replaced meanwhile: never chmod through a link
+	}
+	return pathError("chmod", base, unix.Chmod("/proc/self/fd/"+strconv.Itoa(fd), mode))
+}
+
+// setDirMeta gives the directory rel of dst ("" for dst itself) st's
+// owner, mode and times, through a descriptor of it.
+func setDirMeta(dst *inroot.Root, rel string, st *unix.Stat_t) error {
+	name := rel
+	if name == "" {
+		name = "."
+	}
+	fd, err := dst.OpenFd(name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW, 0, inroot.NoSymlinks)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	if err := unix.Fchown(fd, int(st.Uid), int(st.Gid)); err != nil {
+		return pathError("chown", name, err)
+	}
+	if err := unix.Fchmod(fd, st.Mode&0o7777); err != nil {
+		return pathError("chmod", name, err)
+	}
+	return pathError("utimes", name, unix.UtimesNanoAt(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), times(st), 0))
+}
+
+func times(st *unix.Stat_t) []unix.Timespec {
+	return []unix.Timespec{st.Atim, st.Mtim}
 }
 
 func pathError(op, p string, err error) error {

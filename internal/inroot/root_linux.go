@@ -92,6 +92,13 @@ func (r *Root) OpenFd(name string, flags int, mode uint32, s Scope) (int, error)
 	return fd, nil
 }
 
+// OpenAt opens name below the directory dirfd with scope s, as
+// Root.OpenFd does, for code that holds the root as a bare descriptor.
+// The error is the bare errno.
+func OpenAt(dirfd int, name string, flags int, mode uint32, s Scope) (int, error) {
+	return openIn(dirfd, name, flags, mode, s)
+}
+
 // retries bounds the lookups retried after EAGAIN: a rename raced with a
 // "..", which RESOLVE_IN_ROOT and RESOLVE_BENEATH are strict about.
 const retries = 32
