@@ -1,15 +1,11 @@
 package inroot
 
 import (
-	"errors"
 	"os"
 	"slices"
 
 	"golang.org/x/sys/unix"
 )
-
-// SkipDir, returned by a WalkFunc for a directory, skips what it holds.
-var SkipDir = errors.New("skip this directory")
 
 // WalkFunc is called for every file of a walk: name is the file in the
 // open directory dir (for *at calls that never follow it), rel its path
@@ -45,9 +41,6 @@ func WalkAt(dir int, name string, fn WalkFunc) error {
 func walk(dir int, name, rel string, st *unix.Stat_t, fn WalkFunc, depth int) error {
 	err := fn(dir, name, rel, st)
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR || err != nil {
-		if err == SkipDir {
-			err = nil
-		}
 		return err
 	}
 	if depth >= MaxDepth {
