@@ -171,6 +171,9 @@ func TestCreateStaysInRoot(t *testing.T) {
 		must(t, err)
 		inside(t, tr.root, fd, "mkdir -p one at a time")
 		unix.Close(fd)
+		if _, err := r.Open("etc/newdir/", unix.O_WRONLY|unix.O_CREAT, 0o644); !errors.Is(err, unix.EISDIR) {
+			t.Errorf("creating a name ending in /: %v", err)
+		}
 		// O_EXCL never follows: an existing link is EEXIST.
 		if _, err := r.Open("mk", unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o644); !errors.Is(err, unix.EEXIST) {
 			t.Errorf("O_EXCL on a symlink: %v", err)

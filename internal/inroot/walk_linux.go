@@ -91,10 +91,10 @@ func walkOpen(root int, name string, flags int, mode uint32, s Scope) (int, erro
 	defer w.closeAll()
 	todo, dirOnly := components(name)
 	if dirOnly {
-		flags &^= unix.O_NOFOLLOW
-		if flags&unix.O_CREAT == 0 {
-			flags |= unix.O_DIRECTORY
+		if flags&unix.O_CREAT != 0 {
+			return -1, unix.EISDIR // as open(2): "a/" names a directory
 		}
+		flags = flags&^unix.O_NOFOLLOW | unix.O_DIRECTORY
 	}
 	for len(todo) > 0 {
 		c := todo[0]
