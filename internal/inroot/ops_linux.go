@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"runtime"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -181,6 +182,7 @@ func (r *Root) Rename(oldname, newname string) error {
 // computes a name (Docker's LinkTarget, the directory a dangling symlink
 // names); nothing is opened through it.
 func (r *Root) Resolve(name string, s Scope) (string, error) {
+	defer runtime.KeepAlive(r)
 	if s != InRoot && strings.HasPrefix(name, "/") {
 		return "", &os.PathError{Op: "resolve", Path: name, Err: ErrEscape}
 	}
@@ -304,6 +306,7 @@ func (r *Root) MkdirAll(name string, perm uint32, dangling bool) (int, error) {
 // symlinks, from the root; EAGAIN means an element turned into a symlink
 // meanwhile and the name must be resolved again.
 func (r *Root) mkdirResolved(resolved string, perm uint32) (int, error) {
+	defer runtime.KeepAlive(r)
 	pfd, err := unix.Openat(r.Fd(), ".", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return -1, err

@@ -3,6 +3,7 @@ package inroot
 import (
 	"errors"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -41,7 +42,8 @@ var ErrTooDeep = errors.New("directories nested deeper than 512 levels")
 
 // Root is an open directory that lookups stay inside.
 type Root struct {
-	f    *os.File
+	f    *os.File // owns fd: closes it, also when the Root is dropped
+	fd   int
 	name string
 }
 
@@ -52,20 +54,20 @@ func Open(dir string) (*Root, error) {
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
 	}
-	return &Root{f: os.NewFile(uintptr(fd), dir), name: dir}, nil
+	return FromFd(fd, dir), nil
 }
 
 // FromFd makes a root of fd, an open directory, which the root then
 // owns; name is its path for messages.
 func FromFd(fd int, name string) *Root {
-	return &Root{f: os.NewFile(uintptr(fd), name), name: name}
+	return &Root{f: os.NewFile(uintptr(fd), name), fd: fd, name: name}
 }
 
 // Close closes the root's descriptor.
 func (r *Root) Close() error { return r.f.Close() }
 
 // Fd is the root's descriptor, valid until Close.
-func (r *Root) Fd() int { return int(r.f.Fd()) }
+func (r *Root) Fd() int { return r.fd }
 
 // Name is the path the root was opened by, for messages.
 func (r *Root) Name() string { return r.name }
@@ -85,7 +87,10 @@ func (r *Root) Open(name string, flags int, mode uint32) (*os.File, error) {
 // name is relative to the root (a leading "/" names the root too). The
 // error is an *os.PathError holding the errno.
 func (r *Root) OpenFd(name string, flags int, mode uint32, s Scope) (int, error) {
-	fd, err := openIn(r.Fd(), name, flags, mode, s)
+	// The descriptor is used as an int: r (whose finalizer closes it)
+	// must stay reachable until the lookup is over.
+	defer runtime.KeepAlive(r)
+	fd, err := openIn(r.fd, name, flags, mode, s)
 	if err != nil {
 		return -1, &os.PathError{Op: "open", Path: name, Err: err}
 	}
