@@ -9,8 +9,9 @@ import (
 	"path"
 
 	"github.com/containerd/errdefs"
-	"github.com/hutch-engine/hutch/internal/inroot"
 	"golang.org/x/sys/unix"
+
+	"github.com/hutch-engine/hutch/internal/inroot"
 )
 
 type extractOptions struct {
@@ -176,7 +177,7 @@ func (r *fsRoot) extractEntry(dest, full string, hdr *tar.Header, content io.Rea
 		if err := chownAt(pfd, base, full, uid, gid); err != nil {
 			return false, err
 		}
-		if err := chmodNoFollow(pfd, base, full, mode); err != nil {
+		if err := inroot.Chmodat(pfd, base, full, mode); err != nil {
 			return false, err
 		}
 	case tar.TypeXGlobalHeader:
@@ -220,28 +221,6 @@ func chownAt(dir int, base, name string, uid, gid int) error {
 // ids beyond the subordinate range) cannot be set; as Docker in a user
 // namespace, the file keeps the engine's.
 func ignoreChown(err error) bool { return errors.Is(err, unix.EINVAL) }
-
-// chmodNoFollow changes the mode of a file that cannot be opened for I/O
-// (a FIFO, a device) without following a symlink: through an O_PATH fd
-// and its /proc/self/fd magic link, which names that very inode.
-func chmodNoFollow(dir int, base, name string, mode uint32) error {
-	fd, err := unix.Openat(dir, base, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return &os.PathError{Op: "open", Path: name, Err: err}
-	}
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return err
-	}
-	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
-		return nil // replaced meanwhile: never chmod through a link
-	}
-	if err := unix.Chmod(fmt.Sprintf("/proc/self/fd/%d", fd), mode); err != nil {
-		return &os.PathError{Op: "chmod", Path: name, Err: err}
-	}
-	return nil
-}
 
 // removeAllAt removes name in dir and, for a directory, everything in it,
 // without following symlinks.

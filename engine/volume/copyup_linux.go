@@ -10,8 +10,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/hutch-engine/hutch/internal/inroot"
 	"golang.org/x/sys/unix"
+
+	"github.com/hutch-engine/hutch/internal/inroot"
 )
 
 // CopyUp fills the volume directory dir with what the container's rootfs
@@ -163,30 +164,11 @@ func setMeta(pfd int, base string, st *unix.Stat_t) error {
 	}
 	// After the chown, which clears setuid and setgid; links have no mode.
 	if st.Mode&unix.S_IFMT != unix.S_IFLNK {
-		if err := chmodAt(pfd, base, st.Mode&0o7777); err != nil {
+		if err := inroot.Chmodat(pfd, base, base, st.Mode&0o7777); err != nil {
 			return err
 		}
 	}
 	return pathError("utimes", base, unix.UtimesNanoAt(pfd, base, times(st), unix.AT_SYMLINK_NOFOLLOW))
-}
-
-// chmodAt changes the mode of base in pfd without following it: through
-// an O_PATH descriptor of it and its /proc/self/fd link, which names that
-// very inode (fchmodat has no AT_SYMLINK_NOFOLLOW before Linux 6.6).
-func chmodAt(pfd int, base string, mode uint32) error {
-	fd, err := unix.Openat(pfd, base, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return pathError("open", base, err)
-	}
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return err
-	}
-	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
-		return nil // replaced meanwhile: never chmod through a link
-	}
-	return pathError("chmod", base, unix.Chmod("/proc/self/fd/"+strconv.Itoa(fd), mode))
 }
 
 // setDirMeta gives the directory rel of dst ("" for dst itself) st's

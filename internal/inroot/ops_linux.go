@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"runtime"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -359,4 +360,29 @@ func (r *Root) mkdirEach(name string, perm uint32) (int, error) {
 		pfd = fd
 	}
 	return pfd, nil
+}
+
+// Chmodat changes the mode of base in the directory dir without
+// following it: through an O_PATH descriptor of it and its /proc/self/fd
+// link, which names that very inode (fchmodat has no AT_SYMLINK_NOFOLLOW
+// before Linux 6.6, and a FIFO or device cannot be opened for I/O to
+// fchmod). A symlink, which may have replaced the file meanwhile, is left
+// alone. The error is an *os.PathError naming name.
+func Chmodat(dir int, base, name string, mode uint32) error {
+	fd, err := unix.Openat(dir, base, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &os.PathError{Op: "open", Path: name, Err: err}
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return &os.PathError{Op: "stat", Path: name, Err: err}
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		return nil
+	}
+	if err := unix.Chmod("/proc/self/fd/"+strconv.Itoa(fd), mode); err != nil {
+		return &os.PathError{Op: "chmod", Path: name, Err: err}
+	}
+	return nil
 }
