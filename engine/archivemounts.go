@@ -8,6 +8,7 @@ import (
 	containertypes "github.com/moby/moby/api/types/container"
 	mounttypes "github.com/moby/moby/api/types/mount"
 
+	"github.com/hutch-engine/hutch/engine/archive"
 	"github.com/hutch-engine/hutch/engine/container"
 )
 
@@ -20,9 +21,9 @@ import (
 type cpTarget struct {
 	c *container.Container
 	// rootfs is the container's root filesystem (for /etc/passwd).
-	rootfs *fsRoot
+	rootfs *archive.Root
 	// root holds the path: the rootfs or the mount's source.
-	root *fsRoot
+	root *archive.Root
 	// abs is the path inside root, with its trailing "/" or "/." kept.
 	abs string
 	// name is the path's last element as the client named it.
@@ -41,8 +42,8 @@ func (e *Engine) openCpTarget(ctx context.Context, ref, p string, rootfsOnly boo
 	if err != nil {
 		return nil, err
 	}
-	abs := containerPath(p)
-	t := &cpTarget{c: c, rootfs: rootfs, root: rootfs, abs: abs, name: statName(abs), done: done}
+	abs := archive.ContainerPath(p)
+	t := &cpTarget{c: c, rootfs: rootfs, root: rootfs, abs: abs, name: archive.StatName(abs), done: done}
 	if rootfsOnly {
 		return t, nil
 	}
@@ -80,7 +81,7 @@ func (t *cpTarget) readOnly() string {
 // mountOf finds the bind or volume mount holding abs, once the symlinks
 // of abs's parent are followed in the rootfs (a link to a volume's path
 // leads into the volume), and abs's path inside the mount's source.
-func mountOf(mounts []containertypes.MountPoint, rootfs *fsRoot, abs string) (*containertypes.MountPoint, string) {
+func mountOf(mounts []containertypes.MountPoint, rootfs *archive.Root, abs string) (*containertypes.MountPoint, string) {
 	if len(mounts) == 0 {
 		return nil, ""
 	}
@@ -93,7 +94,7 @@ func mountOf(mounts []containertypes.MountPoint, rootfs *fsRoot, abs string) (*c
 	}
 	base := strings.TrimSuffix(abs, suffix)
 	resolved := base
-	if dir, err := rootfs.follow(path.Dir(base)); err == nil {
+	if dir, err := rootfs.Follow(path.Dir(base)); err == nil {
 		resolved = path.Join("/", dir, path.Base(base))
 	}
 	var best *containertypes.MountPoint

@@ -7,6 +7,8 @@ import (
 
 	containertypes "github.com/moby/moby/api/types/container"
 	mounttypes "github.com/moby/moby/api/types/mount"
+
+	"github.com/hutch-engine/hutch/engine/archive"
 )
 
 func TestMountOf(t *testing.T) {
@@ -17,7 +19,7 @@ func TestMountOf(t *testing.T) {
 	if err := os.Symlink("/data", filepath.Join(dir, "link")); err != nil {
 		t.Fatal(err)
 	}
-	root, err := openFSRoot(dir)
+	root, err := archive.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

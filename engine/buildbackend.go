@@ -22,6 +22,7 @@ import (
 	"github.com/moby/moby/api/types/registry"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/hutch-engine/hutch/engine/archive"
 	"github.com/hutch-engine/hutch/engine/build"
 	"github.com/hutch-engine/hutch/engine/build/buildctx"
 	"github.com/hutch-engine/hutch/engine/container"
@@ -235,18 +236,18 @@ func (b buildBackend) Stat(ctx context.Context, id, p string) (bool, bool, error
 	}
 	defer t.close()
 	// Followed as a directory first (symlinks included), else as is.
-	if ent, _, err := t.root.stat(strings.TrimSuffix(t.abs, "/") + "/"); err == nil {
-		ent.close()
+	if ent, _, err := t.root.Stat(strings.TrimSuffix(t.abs, "/") + "/"); err == nil {
+		ent.Close()
 		return true, true, nil
 	}
-	ent, _, err := t.root.stat(t.abs)
+	ent, _, err := t.root.Stat(t.abs)
 	if err != nil {
-		if err = fileError(err, p, id); errdefs.IsNotFound(err) {
+		if err = archive.FileError(err, p, id); errdefs.IsNotFound(err) {
 			return false, false, nil
 		}
 		return false, false, err
 	}
-	ent.close()
+	ent.Close()
 	return true, false, nil
 }
 
@@ -256,7 +257,7 @@ func (b buildBackend) Owner(ctx context.Context, id, chown string) (int, int, er
 		return 0, 0, err
 	}
 	defer done()
-	u, err := spec.ResolveUser(root.path, chown, nil, b.e.opts.IDMap == "single")
+	u, err := spec.ResolveUser(root.Path(), chown, nil, b.e.opts.IDMap == "single")
 	if err != nil {
 		return 0, 0, err
 	}

@@ -37,18 +37,8 @@ func (e *Engine) ContainerExport(ctx context.Context, ref string) (io.ReadCloser
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
-		pw.CloseWithError(root.writeTree(pw))
+		pw.CloseWithError(root.WriteTree(pw))
 	}()
 	e.containerEvent(c, eventtypes.ActionExport, nil)
 	return &archiveReader{PipeReader: pr, finished: finished, done: done}, nil
-}
-
-// writeTree archives everything under the root, each entry named by its
-// path below the root.
-func (r *fsRoot) writeTree(w io.Writer) error {
-	t := newTarWriter(w)
-	if err := t.walk(r.Fd(), ".", ""); err != nil {
-		return err
-	}
-	return t.tw.Close()
 }

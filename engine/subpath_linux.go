@@ -14,6 +14,7 @@ import (
 	mounttypes "github.com/moby/moby/api/types/mount"
 	"golang.org/x/sys/unix"
 
+	"github.com/hutch-engine/hutch/engine/archive"
 	"github.com/hutch-engine/hutch/engine/container"
 	"github.com/hutch-engine/hutch/internal/inroot"
 )
@@ -113,7 +114,7 @@ func (e *Engine) stageImage(ctx context.Context, c *container.Container, dst, st
 // stageSubpath binds sub ("" for all of it), resolved inside the
 // directory root, at staging.
 func stageSubpath(root, sub, staging string) error {
-	r, err := openFSRoot(root)
+	r, err := archive.Open(root)
 	if err != nil {
 		return err
 	}
@@ -154,17 +155,17 @@ func stageSubpath(root, sub, staging string) error {
 // refused with Docker's ErrEscapesBase words, a path that is not there
 // with its ErrNotAccessible words. Every step is checked as it is taken
 // (inroot's Beneath scope), so a concurrent rename cannot lead out.
-func openSubpath(r *fsRoot, sub string, flags int) (int, error) {
+func openSubpath(r *archive.Root, sub string, flags int) (int, error) {
 	fd, err := r.OpenFd(sub, flags, 0, inroot.Beneath)
 	switch {
 	case err == nil:
 		return fd, nil
 	case errors.Is(err, inroot.ErrEscape):
-		return -1, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("path concatenation escapes the base directory, base: %s, subpath: %s", r.path, sub))
+		return -1, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("path concatenation escapes the base directory, base: %s, subpath: %s", r.Path(), sub))
 	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ELOOP), errors.Is(err, unix.ENOTDIR):
-		return -1, errdefs.ErrNotFound.WithMessage(fmt.Sprintf("cannot access path %s: %v", filepath.Join(r.path, sub), errors.Unwrap(err)))
+		return -1, errdefs.ErrNotFound.WithMessage(fmt.Sprintf("cannot access path %s: %v", filepath.Join(r.Path(), sub), errors.Unwrap(err)))
 	}
-	return -1, &os.PathError{Op: "open", Path: filepath.Join(r.path, sub), Err: errors.Unwrap(err)}
+	return -1, &os.PathError{Op: "open", Path: filepath.Join(r.Path(), sub), Err: errors.Unwrap(err)}
 }
 
 // unstageAll unmounts the staging points left in bundle by a start that
@@ -194,8 +195,8 @@ func unstage(pattern string) {
 // openMountRoot opens the directory a bind or volume mount of c shows:
 // its source, or the subpath of the volume, found inside the volume as at
 // start.
-func openMountRoot(c *container.Container, mp *containertypes.MountPoint) (*fsRoot, error) {
-	r, err := openFSRoot(mp.Source)
+func openMountRoot(c *container.Container, mp *containertypes.MountPoint) (*archive.Root, error) {
+	r, err := archive.Open(mp.Source)
 	sub := subpathOf(c.HostConfig, mp.Destination)
 	if err != nil || sub == "" {
 		return r, err
@@ -206,14 +207,14 @@ func openMountRoot(c *container.Container, mp *containertypes.MountPoint) (*fsRo
 		return nil, fmt.Errorf("volume at %s, subpath %s: %w", mp.Destination, sub, err)
 	}
 	p := filepath.Join(mp.Source, sub)
-	return &fsRoot{Root: inroot.FromFd(fd, p), path: p}, nil
+	return archive.New(inroot.FromFd(fd, p), p), nil
 }
 
 // openSubpathDir opens the directory sub of the volume directory dir for
 // the volume's copy-up; the path it returns is the open directory's
 // /proc/self/fd link, valid until closed.
 func openSubpathDir(dir, sub string) (string, func(), error) {
-	r, err := openFSRoot(dir)
+	r, err := archive.Open(dir)
 	if err != nil {
 		return "", nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/containerd/errdefs"
 	"golang.org/x/sys/unix"
 
+	"github.com/hutch-engine/hutch/engine/archive"
 	"github.com/hutch-engine/hutch/engine/volume"
 )
 
@@ -33,7 +34,7 @@ func TestOpenSubpath(t *testing.T) {
 	} {
 		must(t, os.Symlink(target, filepath.Join(root, link)))
 	}
-	r, err := openFSRoot(root)
+	r, err := archive.Open(root)
 	must(t, err)
 	defer r.Close()
 	for _, tt := range []struct {
@@ -104,5 +105,12 @@ func TestCopyUpIntoSubpath(t *testing.T) {
 	}
 	if _, _, err := openSubpathDir(vol, "other"); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Errorf("a file as the subpath of a copy: %v", err)
+	}
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }

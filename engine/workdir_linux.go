@@ -9,6 +9,8 @@ import (
 	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
 	containertypes "github.com/moby/moby/api/types/container"
 	"golang.org/x/sys/unix"
+
+	"github.com/hutch-engine/hutch/engine/archive"
 )
 
 // newWorkdir is the working directory that a create must make: the one
@@ -34,12 +36,12 @@ func newWorkdir(cfg *containertypes.Config, img *dockerspec.DockerOCIImageConfig
 // rootfs, resolving it inside the rootfs as Docker's MkdirAll in the
 // container's root does. A file in the way is Docker's error.
 func makeWorkdir(rootfs, dir string) error {
-	root, err := openFSRoot(rootfs)
+	root, err := archive.Open(rootfs)
 	if err != nil {
 		return err
 	}
 	defer root.Close()
-	fd, err := root.mkdirAll(dir)
+	fd, err := root.MakeDir(dir)
 	if err == nil {
 		unix.Close(fd)
 		return nil

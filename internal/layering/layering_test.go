@@ -21,6 +21,7 @@ var rules = []struct {
 	{"engine/container", []string{"internal/..."}, "the container record is a leaf"},
 	{"engine/spec", []string{"internal/..."}, "the spec builder is a leaf"},
 	{"engine/images", []string{"engine/images/...", "engine/imagestore/...", "engine/container", "engine/events", "engine/build/buildctx", "internal/..."}, "the image service works on the store's contract and the container records"},
+	{"engine/archive", []string{"internal/..."}, "cp's tar code works on a root alone"},
 	{"engine/rootfs", []string{"engine/imagestore"}, "the rootfs pool works on the store's Rootfs contract alone"},
 	{"storage", []string{"storage/...", "engine/imagestore", "internal/...", "version"}, "storage implements engine/imagestore and links nothing else of the engine"},
 	{"engine/network", []string{"engine/network/...", "engine/networking", "engine/container", "internal/..."}, "the network service implements engine/networking"},

@@ -1,4 +1,4 @@
-package engine
+package archive
 
 import (
 	"archive/tar"
@@ -50,24 +50,24 @@ func must(t testing.TB, err error) {
 	}
 }
 
-func openRoot(t testing.TB, root string) *fsRoot {
+func openRoot(t testing.TB, root string) *Root {
 	t.Helper()
-	r, err := openFSRoot(root)
+	r, err := Open(root)
 	must(t, err)
 	t.Cleanup(func() { r.Close() })
 	return r
 }
 
 // archive tars abs in r as ContainerArchivePath does.
-func archive(t testing.TB, r *fsRoot, abs string) (map[string]*tar.Header, map[string]string, error) {
+func archive(t testing.TB, r *Root, abs string) (map[string]*tar.Header, map[string]string, error) {
 	t.Helper()
-	ent, st, err := r.stat(abs)
+	ent, st, err := r.Stat(abs)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer ent.close()
+	defer ent.Close()
 	var buf bytes.Buffer
-	if err := r.writeTar(&buf, ent, st.Name); err != nil {
+	if err := r.WriteTar(&buf, ent, st.Name); err != nil {
 		return nil, nil, err
 	}
 	hdrs, data := map[string]*tar.Header{}, map[string]string{}
@@ -118,16 +118,16 @@ func TestStatAndArchiveStayInRoot(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.path, func(t *testing.T) {
-			hdrs, data, err := archive(t, r, containerPath(tc.path))
+			hdrs, data, err := archive(t, r, ContainerPath(tc.path))
 			if tc.notDir {
-				err := fileError(err, tc.path, "c")
+				err := FileError(err, tc.path, "c")
 				if err == nil || err.Error() != "lstat "+tc.path+": not a directory" || errdefs.IsNotFound(err) {
 					t.Fatalf("err = %v, want Docker's unclassed lstat error", err)
 				}
 				return
 			}
 			if tc.notFound {
-				if err := fileError(err, tc.path, "c"); !errdefs.IsNotFound(err) {
+				if err := FileError(err, tc.path, "c"); !errdefs.IsNotFound(err) {
 					t.Fatalf("err = %v, want not found", err)
 				}
 				return
@@ -135,7 +135,7 @@ func TestStatAndArchiveStayInRoot(t *testing.T) {
 			must(t, err)
 			for _, n := range tc.names {
 				if hdrs[n] == nil {
-					t.Errorf("no entry %q in %v", n, keys(hdrs))
+					t.Errorf("no Entry %q in %v", n, keys(hdrs))
 				}
 			}
 			if len(hdrs) != len(tc.names) {
@@ -144,7 +144,7 @@ func TestStatAndArchiveStayInRoot(t *testing.T) {
 			if tc.content != "" && data[tc.names[0]] != tc.content {
 				t.Errorf("content %q", data[tc.names[0]])
 			}
-			_, st, err := r.stat(containerPath(tc.path))
+			_, st, err := r.Stat(ContainerPath(tc.path))
 			must(t, err)
 			if st.LinkTarget != tc.link && tc.link != "" {
 				t.Errorf("LinkTarget = %q, want %q", st.LinkTarget, tc.link)
@@ -268,9 +268,9 @@ func TestExtractRefusesEscapes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			root, outside := sandbox(t)
 			r := openRoot(t, root)
-			dest, err := r.directory(containerPath(tc.dest))
+			dest, err := r.Directory(ContainerPath(tc.dest))
 			must(t, err)
-			err = r.extract(dest, bytes.NewReader(buildTar(t, tc.entries...)), extractOptions{})
+			err = r.Extract(dest, bytes.NewReader(buildTar(t, tc.entries...)), ExtractOptions{})
 			switch {
 			case tc.invalid && !errdefs.IsInvalidArgument(err):
 				t.Errorf("err = %v, want invalid argument", err)
@@ -305,28 +305,28 @@ func TestExtractOverwrite(t *testing.T) {
 	tests := []struct {
 		name        string
 		noOverwrite bool
-		entry       tarEntry
+		Entry       tarEntry
 		invalid     bool
 		isDir       bool
 	}{
-		{name: "file over dir", entry: tarEntry{name: "home", typ: tar.TypeReg, data: "x"}},
-		{name: "file over dir refused", noOverwrite: true, invalid: true, isDir: true, entry: tarEntry{name: "home", typ: tar.TypeReg}},
-		{name: "dir over file", isDir: true, entry: tarEntry{name: "etc/passwd", typ: tar.TypeDir, mode: 0o755}},
-		{name: "dir over file refused", noOverwrite: true, invalid: true, entry: tarEntry{name: "etc/passwd", typ: tar.TypeDir}},
-		{name: "dir over dir merges", noOverwrite: true, isDir: true, entry: tarEntry{name: "home", typ: tar.TypeDir, mode: 0o700}},
+		{name: "file over dir", Entry: tarEntry{name: "home", typ: tar.TypeReg, data: "x"}},
+		{name: "file over dir refused", noOverwrite: true, invalid: true, isDir: true, Entry: tarEntry{name: "home", typ: tar.TypeReg}},
+		{name: "dir over file", isDir: true, Entry: tarEntry{name: "etc/passwd", typ: tar.TypeDir, mode: 0o755}},
+		{name: "dir over file refused", noOverwrite: true, invalid: true, Entry: tarEntry{name: "etc/passwd", typ: tar.TypeDir}},
+		{name: "dir over dir merges", noOverwrite: true, isDir: true, Entry: tarEntry{name: "home", typ: tar.TypeDir, mode: 0o700}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			root, outside := sandbox(t)
 			r := openRoot(t, root)
-			err := r.extract("/", bytes.NewReader(buildTar(t, tc.entry)), extractOptions{noOverwriteDirNonDir: tc.noOverwrite})
+			err := r.Extract("/", bytes.NewReader(buildTar(t, tc.Entry)), ExtractOptions{NoOverwriteDirNonDir: tc.noOverwrite})
 			if tc.invalid != errdefs.IsInvalidArgument(err) || (!tc.invalid && err != nil) {
 				t.Fatalf("err = %v", err)
 			}
-			fi, err := os.Lstat(filepath.Join(root, tc.entry.name))
+			fi, err := os.Lstat(filepath.Join(root, tc.Entry.name))
 			must(t, err)
 			if fi.IsDir() != tc.isDir {
-				t.Errorf("%s is a directory: %v", tc.entry.name, fi.IsDir())
+				t.Errorf("%s is a directory: %v", tc.Entry.name, fi.IsDir())
 			}
 			if tc.name == "dir over dir merges" {
 				exists(t, root, "home/user")
@@ -357,14 +357,14 @@ func TestRoundTrip(t *testing.T) {
 
 	var buf bytes.Buffer
 	r := openRoot(t, src)
-	ent, st, err := r.stat("/home/user/tree")
+	ent, st, err := r.Stat("/home/user/tree")
 	must(t, err)
-	must(t, r.writeTar(&buf, ent, st.Name))
-	ent.close()
+	must(t, r.WriteTar(&buf, ent, st.Name))
+	ent.Close()
 
 	dst, outside := sandbox(t)
 	d := openRoot(t, dst)
-	must(t, d.extract("/tmp", &buf, extractOptions{}))
+	must(t, d.Extract("/tmp", &buf, ExtractOptions{}))
 	untouched(t, dst, outside)
 	got := filepath.Join(dst, "tmp/tree")
 	for name, want := range map[string]fs.FileMode{
@@ -398,7 +398,7 @@ func TestOwner(t *testing.T) {
 	r := openRoot(t, root)
 	uid, gid := os.Getuid(), os.Getgid()
 	tr := buildTar(t, tarEntry{name: "f", typ: tar.TypeReg, data: "x"}, tarEntry{name: "l", link: "f", typ: tar.TypeSymlink})
-	must(t, r.extract("/tmp", bytes.NewReader(tr), extractOptions{owner: &[2]int{uid, gid}}))
+	must(t, r.Extract("/tmp", bytes.NewReader(tr), ExtractOptions{Owner: &[2]int{uid, gid}}))
 	for _, n := range []string{"tmp/f", "tmp/l"} {
 		var st unix.Stat_t
 		must(t, unix.Lstat(filepath.Join(root, n), &st))
@@ -425,8 +425,8 @@ func TestDirectory(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.path, func(t *testing.T) {
-			got, err := r.directory(containerPath(tc.path))
-			err = fileError(err, tc.path, "c")
+			got, err := r.Directory(ContainerPath(tc.path))
+			err = FileError(err, tc.path, "c")
 			switch {
 			case tc.invalid:
 				if !errdefs.IsInvalidArgument(err) {

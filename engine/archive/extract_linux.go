@@ -1,4 +1,4 @@
-package engine
+package archive
 
 import (
 	"archive/tar"
@@ -14,11 +14,13 @@ import (
 	"github.com/hutch-engine/hutch/internal/inroot"
 )
 
-type extractOptions struct {
-	noOverwriteDirNonDir bool
-	// owner, if set, owns every extracted file (uid, gid); else the ids
+type ExtractOptions struct {
+	// NoOverwriteDirNonDir refuses to replace a directory with a
+	// non-directory and the reverse.
+	NoOverwriteDirNonDir bool
+	// Owner, if set, owns every extracted file (uid, gid); else the ids
 	// in the archive do.
-	owner *[2]int
+	Owner *[2]int
 }
 
 // dirTimes is a directory whose times are set once everything in it has
@@ -29,11 +31,11 @@ type dirTimes struct {
 }
 
 // extract unpacks the tar r into dest, a directory of the container. Each
-// entry's parent is resolved in the root (inroot's InRoot scope), so
+// Entry's parent is resolved in the root (inroot's InRoot scope), so
 // symlinks, including those the archive itself made, lead nowhere but
-// into the container; the entry itself is then made with *at calls on
+// into the container; the Entry itself is then made with *at calls on
 // that directory that never follow a symlink.
-func (r *fsRoot) extract(dest string, tr io.Reader, opts extractOptions) error {
+func (r *Root) Extract(dest string, tr io.Reader, opts ExtractOptions) error {
 	rd := tar.NewReader(tr)
 	var dirs []dirTimes
 	for {
@@ -86,10 +88,10 @@ func entryTimes(hdr *tar.Header) [2]unix.Timespec {
 	return [2]unix.Timespec{unix.NsecToTimespec(atime.UnixNano()), unix.NsecToTimespec(hdr.ModTime.UnixNano())}
 }
 
-// extractEntry makes one entry; it reports whether it was a directory.
-func (r *fsRoot) extractEntry(dest, full string, hdr *tar.Header, content io.Reader, opts extractOptions) (bool, error) {
+// extractEntry makes one Entry; it reports whether it was a directory.
+func (r *Root) extractEntry(dest, full string, hdr *tar.Header, content io.Reader, opts ExtractOptions) (bool, error) {
 	dir, base := path.Split(full)
-	pfd, err := r.mkdirAll(dir)
+	pfd, err := r.MakeDir(dir)
 	if err != nil {
 		return false, err
 	}
@@ -100,9 +102,9 @@ func (r *fsRoot) extractEntry(dest, full string, hdr *tar.Header, content io.Rea
 	if err := unix.Fstatat(pfd, base, &old, unix.AT_SYMLINK_NOFOLLOW); err == nil {
 		oldDir := old.Mode&unix.S_IFMT == unix.S_IFDIR
 		switch {
-		case opts.noOverwriteDirNonDir && oldDir && !isDir:
+		case opts.NoOverwriteDirNonDir && oldDir && !isDir:
 			return false, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("cannot overwrite directory %q with non-directory %q", full, hdr.Name))
-		case opts.noOverwriteDirNonDir && !oldDir && isDir:
+		case opts.NoOverwriteDirNonDir && !oldDir && isDir:
 			return false, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("cannot overwrite non-directory %q with directory %q", full, hdr.Name))
 		case !(oldDir && isDir):
 			if err := removeAllAt(pfd, base); err != nil {
@@ -114,8 +116,8 @@ func (r *fsRoot) extractEntry(dest, full string, hdr *tar.Header, content io.Rea
 	}
 
 	uid, gid := hdr.Uid, hdr.Gid
-	if opts.owner != nil {
-		uid, gid = opts.owner[0], opts.owner[1]
+	if opts.Owner != nil {
+		uid, gid = opts.Owner[0], opts.Owner[1]
 	}
 	mode := uint32(hdr.Mode & 0o7777)
 	switch hdr.Typeflag {
@@ -183,7 +185,7 @@ func (r *fsRoot) extractEntry(dest, full string, hdr *tar.Header, content io.Rea
 	case tar.TypeXGlobalHeader:
 		return false, nil
 	default:
-		return false, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("%s: unhandled tar entry type %q", hdr.Name, hdr.Typeflag))
+		return false, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("%s: unhandled tar Entry type %q", hdr.Name, hdr.Typeflag))
 	}
 	t := entryTimes(hdr)
 	if err := unix.UtimesNanoAt(pfd, base, t[:], unix.AT_SYMLINK_NOFOLLOW); err != nil {
@@ -196,7 +198,7 @@ func (r *fsRoot) extractEntry(dest, full string, hdr *tar.Header, content io.Rea
 // missing on the way (0755), and returns an O_PATH fd of it. Like
 // Docker's MkdirAll in the container's root, it follows symlinks, inside
 // the rootfs: a link to a missing directory gets that directory made.
-func (r *fsRoot) mkdirAll(dir string) (int, error) { return r.MkdirAll(dir, 0o755, true) }
+func (r *Root) MakeDir(dir string) (int, error) { return r.MkdirAll(dir, 0o755, true) }
 
 // setOwnerMode sets owner and mode through an open fd, owner first (chown
 // clears set-id bits).

@@ -1,4 +1,4 @@
-package engine
+package archive
 
 import (
 	"archive/tar"
@@ -11,47 +11,56 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
-	"github.com/hutch-engine/hutch/internal/inroot"
 	containertypes "github.com/moby/moby/api/types/container"
 	"golang.org/x/sys/unix"
+
+	"github.com/hutch-engine/hutch/internal/inroot"
 )
 
-// fsRoot is a container's mounted rootfs (or a mount's source), open for
+// Root is a container's mounted rootfs (or a mount's source), open for
 // lookups that cannot leave it (package inroot).
-type fsRoot struct {
+type Root struct {
 	*inroot.Root
 	path string // the mount point, for resolving users and messages
 }
 
-func openFSRoot(p string) (*fsRoot, error) {
+// Path is the directory the root was opened at.
+func (r *Root) Path() string { return r.path }
+
+// New makes a Root of r, opened at path.
+func New(r *inroot.Root, path string) *Root { return &Root{Root: r, path: path} }
+
+// Open opens the directory p as a root for cp's lookups.
+func Open(p string) (*Root, error) {
 	r, err := inroot.Open(p)
 	if err != nil {
 		return nil, err
 	}
-	return &fsRoot{Root: r, path: p}, nil
+	return &Root{Root: r, path: p}, nil
 }
 
 // open opens name, a path in the container, with every symlink and ".."
 // resolved as if the rootfs were "/"; magic links (/proc/self/root…) are
 // refused.
-func (r *fsRoot) open(name string, flags int) (int, error) {
+func (r *Root) open(name string, flags int) (int, error) {
 	return r.OpenFd(name, flags, 0, inroot.InRoot)
 }
 
-// entry names one file: the directory holding it (an open fd) and its
+// Entry names one file: the directory holding it (an open fd) and its
 // name there. An empty name is the directory itself.
-type entry struct {
+type Entry struct {
 	dir  int
 	name string
 	st   unix.Stat_t
 }
 
-func (e *entry) close() { unix.Close(e.dir) }
+// Close releases the entry's directory.
+func (e *Entry) Close() { unix.Close(e.dir) }
 
 // stat finds abs as Docker does: the last element is not followed unless
 // abs ends in "/" or "/." (or is "/").
-func (r *fsRoot) stat(abs string) (*entry, containertypes.PathStat, error) {
-	ent := &entry{}
+func (r *Root) Stat(abs string) (*Entry, containertypes.PathStat, error) {
+	ent := &Entry{}
 	if abs == "/" || strings.HasSuffix(abs, "/") || strings.HasSuffix(abs, "/.") {
 		fd, err := r.open(abs, unix.O_PATH|unix.O_DIRECTORY)
 		if err != nil {
@@ -59,7 +68,7 @@ func (r *fsRoot) stat(abs string) (*entry, containertypes.PathStat, error) {
 		}
 		ent.dir = fd
 		if err := unix.Fstat(fd, &ent.st); err != nil {
-			ent.close()
+			ent.Close()
 			return nil, containertypes.PathStat{}, err
 		}
 	} else {
@@ -70,20 +79,20 @@ func (r *fsRoot) stat(abs string) (*entry, containertypes.PathStat, error) {
 		}
 		ent.dir, ent.name = fd, base
 		if err := unix.Fstatat(fd, base, &ent.st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			ent.close()
+			ent.Close()
 			return nil, containertypes.PathStat{}, &os.PathError{Op: "lstat", Path: abs, Err: err}
 		}
 	}
 	st := containertypes.PathStat{
-		Name:  statName(abs),
+		Name:  StatName(abs),
 		Size:  ent.st.Size,
 		Mode:  fileMode(ent.st.Mode),
 		Mtime: time.Unix(ent.st.Mtim.Unix()),
 	}
 	if ent.st.Mode&unix.S_IFMT == unix.S_IFLNK {
-		target, err := r.follow(abs)
+		target, err := r.Follow(abs)
 		if err != nil {
-			ent.close()
+			ent.Close()
 			return nil, containertypes.PathStat{}, err
 		}
 		st.LinkTarget = target
@@ -94,13 +103,13 @@ func (r *fsRoot) stat(abs string) (*entry, containertypes.PathStat, error) {
 // follow evaluates every symlink of p inside the root, as a process in
 // the container would, as far as p exists: Docker's LinkTarget. It only
 // computes a name; nothing is opened through it.
-func (r *fsRoot) follow(p string) (string, error) { return r.Resolve(p, inroot.InRoot) }
+func (r *Root) Follow(p string) (string, error) { return r.Resolve(p, inroot.InRoot) }
 
 // directory resolves abs, following every symlink inside the root, to the
 // directory an extraction goes into, and returns its path in the
 // container.
-func (r *fsRoot) directory(abs string) (string, error) {
-	dest, err := r.follow(abs)
+func (r *Root) Directory(abs string) (string, error) {
+	dest, err := r.Follow(abs)
 	if err != nil {
 		return "", err
 	}
@@ -130,7 +139,7 @@ func newTarWriter(w io.Writer) *tarWriter {
 	return &tarWriter{tw: tar.NewWriter(w), links: map[[2]uint64]string{}, buf: make([]byte, 32<<10)}
 }
 
-func (r *fsRoot) writeTar(w io.Writer, ent *entry, name string) error {
+func (r *Root) WriteTar(w io.Writer, ent *Entry, name string) error {
 	t := newTarWriter(w)
 	base := ent.name
 	if base == "" {
@@ -164,7 +173,7 @@ func (t *tarWriter) walk(dir int, name, prefix string) error {
 	return err
 }
 
-// add writes the header of one entry (and a regular file's content);
+// add writes the header of one Entry (and a regular file's content);
 // the walk goes into a directory's entries after it.
 func (t *tarWriter) add(dir int, name string, st *unix.Stat_t, tarName string) error {
 	hdr := &tar.Header{

@@ -1,4 +1,4 @@
-package engine
+package archive
 
 import (
 	"archive/tar"
@@ -66,12 +66,12 @@ func FuzzExtract(f *testing.F) {
 		root, outside := sandbox(t)
 		r := openRoot(t, root)
 		for _, dest := range []string{"/tmp", "/"} {
-			d, err := r.directory(dest)
+			d, err := r.Directory(dest)
 			if err != nil {
 				t.Fatal(err)
 			}
 			// Refusals are fine; any change outside the rootfs is not.
-			r.extract(d, bytes.NewReader(buf.Bytes()), extractOptions{noOverwriteDirNonDir: noOverwrite})
+			r.Extract(d, bytes.NewReader(buf.Bytes()), ExtractOptions{NoOverwriteDirNonDir: noOverwrite})
 			untouched(t, root, outside)
 		}
 		// Nothing in the rootfs became a hard link to the host's secret.
