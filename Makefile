@@ -6,21 +6,33 @@ LDFLAGS  := -s -w -X github.com/hutch-engine/hutch/version.Commit=$(COMMIT)
 GOFLAGS_BUILD := -trimpath -tags "$(TAGS)" -ldflags "$(LDFLAGS)"
 # hutch-runtime runs twice per container start (as itself, then re-executed
 # as the container's init): linked statically, neither run loads libc
-# through ld.so (docs/architecture.md, "hutch-runtime").
-RUNTIME_FLAGS := -trimpath -tags "$(TAGS) osusergo netgo" -ldflags "$(LDFLAGS) -linkmode external -extldflags -static"
+# through ld.so (docs/architecture.md, "hutch-runtime"). The seccomp tag
+# compiles runc's seccomp support, which links libseccomp (libseccomp.a).
+RUNTIME_FLAGS := -trimpath -tags "$(TAGS) osusergo netgo seccomp" -ldflags "$(LDFLAGS) -linkmode external -extldflags -static"
 export CGO_ENABLED := 1
 
-.PHONY: all build test unit integration compat lint run demo bench clean
+.PHONY: all build libseccomp test unit integration compat lint run demo bench clean
 
 all: build
 
-build:
+build: libseccomp
 	$(GO) build $(GOFLAGS_BUILD) -o bin/hutch ./cmd/hutch
 	$(GO) build $(RUNTIME_FLAGS) -o bin/hutch-runtime ./cmd/hutch-runtime
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o bin/hutch-shim ./cmd/hutch-shim
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o bin/hutch-ns ./cmd/hutch-ns
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o bin/hutch-init ./cmd/hutch-init
 	$(GO) build $(GOFLAGS_BUILD) -o bin/hutch-buildkit ./cmd/hutch-buildkit
+
+# hutch-runtime installs containers' seccomp filters with libseccomp, linked
+# statically: say what to install rather than fail in cgo.
+libseccomp:
+	@pkg-config --exists libseccomp 2>/dev/null && \
+	  test -f "$$(pkg-config --variable=libdir libseccomp)/libseccomp.a" || { \
+	  echo "make build: hutch-runtime needs libseccomp's static library and pkg-config:" >&2; \
+	  echo "  Debian/Ubuntu: apt-get install libseccomp-dev pkg-config" >&2; \
+	  echo "  Fedora: dnf install libseccomp-devel libseccomp-static pkgconf" >&2; \
+	  echo "  (as root, bash contrib/test/setup-root.sh installs everything the tests need)" >&2; \
+	  exit 1; }
 
 # As root: installs the Debian packages, creates the unprivileged test user
 # and runs the integration tests as that user. As a user: runs them directly.

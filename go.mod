@@ -22,6 +22,7 @@ require (
 	github.com/moby/moby/api v1.56.1
 	github.com/moby/moby/client v0.6.2
 	github.com/moby/patternmatcher v0.6.1
+	github.com/moby/profiles/seccomp v0.2.4
 	github.com/moby/sys/capability v0.4.0
 	github.com/moby/sys/mountinfo v0.7.2
 	github.com/moby/sys/user v0.4.1
@@ -135,7 +136,6 @@ require (
 	github.com/mistifyio/go-zfs/v4 v4.0.0 // indirect
 	github.com/moby/locker v1.0.1 // indirect
 	github.com/moby/policy-helpers v0.0.0-20261006174519-bd98f4747414 // indirect
-	github.com/moby/profiles/seccomp v0.2.4 // indirect
 	github.com/moby/sys/mount v0.3.5 // indirect
 	github.com/moby/sys/reexec v0.1.0 // indirect
 	github.com/moby/sys/sequential v0.7.0 // indirect

@@ -63,6 +63,10 @@ type Config struct {
 	DNS       []string `json:"dns,omitempty"`
 	DNSSearch []string `json:"dns_search,omitempty"`
 	DNSOpts   []string `json:"dns_opts,omitempty"`
+	// SeccompProfile is daemon.json's seccomp-profile: "builtin" (or
+	// empty) for Docker's default profile, "unconfined", or the path of a
+	// profile in Docker's JSON format, read by the engine at its start.
+	SeccompProfile string `json:"seccomp_profile,omitempty"`
 	// Warnings found on the host (preflight), shown in /info.
 	Warnings []string `json:"warnings,omitempty"`
 }
@@ -87,6 +91,7 @@ type fileConfig struct {
 	DNS                []string          `json:"dns"`
 	DNSSearch          []string          `json:"dns-search"`
 	DNSOpts            []string          `json:"dns-opts"`
+	SeccompProfile     string            `json:"seccomp-profile"`
 	// ignored is the warning about the settings hutch does not read.
 	ignored string
 }

@@ -95,6 +95,7 @@ func Resolve(f Flags) (*Config, error) {
 	c.LogDriver, c.LogOpts = fc.LogDriver, fc.LogOpts
 	c.BIP, c.AddressPools = fc.BIP, fc.AddressPools
 	c.DNS, c.DNSSearch, c.DNSOpts = fc.DNS, fc.DNSSearch, fc.DNSOpts
+	c.SeccompProfile = fc.SeccompProfile
 	if fc.ignored != "" {
 		c.Warnings = append(c.Warnings, fc.ignored)
 	}

@@ -211,7 +211,8 @@ func runEngine(ctx context.Context, c *config.Config, log *slog.Logger) error {
 		LogConfig:     containertypes.LogConfig{Type: c.LogDriver, Config: c.LogOpts},
 		DNS:           dns,
 		// Docker's switch, read from the daemon's environment as Docker does.
-		LegacyLinkEnv: os.Getenv("DOCKER_KEEP_DEPRECATED_LEGACY_LINKS_ENV_VARS") == "1",
+		LegacyLinkEnv:  os.Getenv("DOCKER_KEEP_DEPRECATED_LEGACY_LINKS_ENV_VARS") == "1",
+		SeccompProfile: c.SeccompProfile,
 	})
 	if err != nil {
 		return err

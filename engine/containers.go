@@ -239,6 +239,9 @@ func validateHostConfig(hc *containertypes.HostConfig) error {
 	if err := checkRestartPolicy(hc.RestartPolicy); err != nil {
 		return err
 	}
+	if err := spec.CheckSeccomp(hc); err != nil {
+		return err
+	}
 	if hc.AutoRemove && hc.RestartPolicy.Name != "" && !hc.RestartPolicy.IsNone() {
 		return errdefs.ErrInvalidArgument.WithMessage("can't create 'AutoRemove' container with restart policy")
 	}

@@ -74,6 +74,10 @@ type Options struct {
 	// linking container, as Docker 29 does only when its daemon runs with
 	// DOCKER_KEEP_DEPRECATED_LEGACY_LINKS_ENV_VARS=1.
 	LegacyLinkEnv bool
+	// SeccompProfile is daemon.json's seccomp-profile: the default filter
+	// of containers that ask for none ("" or "builtin": Docker's default
+	// profile; "unconfined": none; else the path of a profile).
+	SeccompProfile string
 }
 
 // Engine is the daemon's domain service.
@@ -113,6 +117,7 @@ type Engine struct {
 	// monitors counts the monitor goroutines, so that Close returns only
 	// after every ended run is cleaned up (rootfs, network).
 	monitors sync.WaitGroup
+	seccomp  seccompDefault
 }
 
 // New opens the engine's state under opts.DataRoot.
@@ -126,6 +131,10 @@ func newEngine(ctx context.Context, opts Options, shims shimHost) (*Engine, erro
 		opts.Logger = slog.Default()
 	}
 	if err := checkDefaultLogConfig(opts.LogConfig); err != nil {
+		return nil, err
+	}
+	seccomp, err := loadSeccompDefault(opts.SeccompProfile)
+	if err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(opts.DataRoot, 0o700); err != nil {
@@ -146,7 +155,7 @@ func newEngine(ctx context.Context, opts Options, shims shimHost) (*Engine, erro
 	if err != nil {
 		return nil, fmt.Errorf("volume store: %w", err)
 	}
-	e := &Engine{opts: opts, id: id, log: opts.Logger, images: opts.Images, containers: store, volumes: volumes, events: events.New(), runs: newRuns(), restarts: newRestarts(), host: shim.DetectHost(), shims: shims}
+	e := &Engine{opts: opts, id: id, log: opts.Logger, images: opts.Images, containers: store, volumes: volumes, events: events.New(), runs: newRuns(), restarts: newRestarts(), host: shim.DetectHost(), shims: shims, seccomp: seccomp}
 	e.rootfs = rootfs.New(opts.Images, e.log)
 	e.Service = images.New(images.Options{Store: opts.Images, Containers: store, Events: e.events, Quiesce: e.rootfs.Quiesce, Log: e.log})
 	e.starts = newStartGate(runtime.NumCPU(), startLease)

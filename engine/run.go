@@ -346,6 +346,8 @@ func (e *Engine) startShim(ctx context.Context, c *container.Container) (shimCon
 		Rootless:   e.opts.Rootless,
 		SingleUID:  e.opts.IDMap == "single",
 		InitPath:   e.opts.InitBinary,
+
+		SeccompProfile: e.seccomp.inputProfile(),
 	}
 	if att.hostname != "" {
 		in.Hostname = att.hostname

@@ -14,14 +14,22 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hutch-engine/hutch/engine/container"
+	"github.com/hutch-engine/hutch/engine/spec"
 	"github.com/hutch-engine/hutch/version"
 )
 
 // Info answers GET /info.
 func (e *Engine) Info(ctx context.Context) (*system.Info, error) {
 	host, _ := os.Hostname()
-	// No seccomp profile is applied yet, so none is claimed.
 	security := []string{}
+	var warnings []string
+	if !e.seccomp.off {
+		// Docker's words: the profile's name, or the path of a custom one.
+		security = append(security, "name=seccomp,profile="+e.seccomp.name)
+		if e.seccomp.name != spec.SeccompBuiltin {
+			warnings = append(warnings, "WARNING: daemon is not using the default seccomp profile")
+		}
+	}
 	if e.opts.Rootless {
 		security = append(security, "name=rootless")
 	}
@@ -45,7 +53,7 @@ func (e *Engine) Info(ctx context.Context) (*system.Info, error) {
 		LoggingDriver:      cmp.Or(e.opts.LogConfig.Type, logJSONFile),
 		IndexServerAddress: "https://index.docker.io/v1/",
 		NGoroutines:        runtime.NumGoroutine(),
-		Warnings:           append([]string(nil), e.opts.Warnings...),
+		Warnings:           append(append([]string(nil), e.opts.Warnings...), warnings...),
 		DefaultRuntime:     "runc",
 		Plugins: system.PluginsInfo{
 			Volume:  []string{"local"},

@@ -120,7 +120,7 @@ func build(out, name, cgo string) error {
 	root := filepath.Join(filepath.Dir(file), "..", "..")
 	tags, ldflags := "exclude_graphdriver_btrfs exclude_graphdriver_zfs containers_image_openpgp", ""
 	if name == "hutch-runtime" {
-		tags, ldflags = tags+" osusergo netgo", "-linkmode external -extldflags -static"
+		tags, ldflags = tags+" osusergo netgo seccomp", "-linkmode external -extldflags -static"
 	}
 	cmd := exec.Command("go", "build", "-tags", tags, "-ldflags", ldflags, "-o", out, "./cmd/"+name)
 	cmd.Dir = root

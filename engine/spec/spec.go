@@ -95,6 +95,10 @@ type Input struct {
 	// HostRlimits are the engine's own limits by --ulimit name ("nofile");
 	// nil means ask getrlimit(2). Tests set them.
 	HostRlimits map[string]Rlimit
+	// SeccompProfile is the daemon's default seccomp profile (daemon.json
+	// seccomp-profile): "" or SeccompBuiltin for Docker's,
+	// SeccompUnconfined for none, else a profile's JSON.
+	SeccompProfile string
 }
 
 type builder struct {
@@ -108,6 +112,7 @@ type builder struct {
 	writableCgroups bool
 	cgroupsOpt      *bool // security-opt writable-cgroups, if given
 	noNewPrivileges bool
+	seccomp         string       // --security-opt seccomp=, if given
 	devices         []userDevice // --device, resolved with the resources
 	warnings        []string
 }
@@ -125,7 +130,8 @@ func Build(in Input) (*specs.Spec, []string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	for _, step := range []func() error{b.security, b.namespaces, b.process, b.linux, b.fileSystem} {
+	steps := []func() error{b.security, b.namespaces, b.process, b.seccompFilter, b.linux, b.fileSystem}
+	for _, step := range steps {
 		if err := step(); err != nil {
 			return nil, nil, err
 		}
@@ -183,10 +189,7 @@ func (b *builder) security() error {
 		case "disable":
 			continue
 		}
-		k, v, ok := strings.Cut(opt, "=")
-		if !ok {
-			k, v, ok = strings.Cut(opt, ":")
-		}
+		k, v, ok := cutSecurityOpt(opt)
 		if !ok {
 			return fmt.Errorf("invalid --security-opt 1: %q: %w", opt, errdefs.ErrInvalidArgument)
 		}
@@ -195,9 +198,7 @@ func (b *builder) security() error {
 			// No SELinux or AppArmor here; Docker ignores them likewise on
 			// hosts without.
 		case "seccomp":
-			if v != "unconfined" {
-				b.warnings = append(b.warnings, "seccomp profiles are not supported yet: the container runs without a seccomp filter")
-			}
+			b.seccomp = v
 		case "no-new-privileges", "writable-cgroups":
 			on, err := strconv.ParseBool(v)
 			if err != nil {

@@ -314,8 +314,6 @@ func TestBuildSecurityOpt(t *testing.T) {
 		{opts: []string{"no-new-privileges=true"}, nnp: true},
 		{opts: []string{"no-new-privileges:true"}, nnp: true},
 		{opts: []string{"no-new-privileges", "no-new-privileges=false"}},
-		{opts: []string{"seccomp=unconfined"}},
-		{opts: []string{"seccomp={\"defaultAction\":\"SCMP_ACT_ERRNO\"}"}, warnings: 1},
 		{opts: []string{"apparmor=unconfined", "label=disable", "label:type:svirt_t", "disable"}},
 	}
 	for _, tt := range tests {
@@ -328,9 +326,6 @@ func TestBuildSecurityOpt(t *testing.T) {
 			}
 			if s.Process.NoNewPrivileges != tt.nnp || len(w) != tt.warnings {
 				t.Errorf("no-new-privileges %v warnings %q", s.Process.NoNewPrivileges, w)
-			}
-			if s.Linux.Seccomp != nil {
-				t.Errorf("seccomp = %+v", s.Linux.Seccomp)
 			}
 		})
 	}
