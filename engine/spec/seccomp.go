@@ -71,7 +71,7 @@ func builtinProfile(s *specs.Spec) (*specs.LinuxSeccomp, error) {
 // would refuse when the container starts is refused here, with
 // errdefs.ErrInvalidArgument; an empty one ({}) is no filter, as in Docker.
 func LoadSeccompProfile(body string, s *specs.Spec) (*specs.LinuxSeccomp, error) {
-	if s.Process == nil || s.Process.Capabilities == nil {
+	if s == nil || s.Process == nil || s.Process.Capabilities == nil {
 		// The profile's conditions on capabilities read the bounding set.
 		s = &specs.Spec{Process: &specs.Process{Capabilities: &specs.LinuxCapabilities{}}}
 	}

@@ -167,3 +167,11 @@ func TestCheckSeccomp(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// The engine checks the daemon's profile with no container at hand.
+func TestLoadSeccompProfileNoSpec(t *testing.T) {
+	p, err := LoadSeccompProfile(denyMkdir, nil)
+	if err != nil || p == nil || len(p.Syscalls) != 1 {
+		t.Errorf("LoadSeccompProfile: %+v %v", p, err)
+	}
+}
