@@ -72,6 +72,10 @@ func TestSeccompDefaultProfile(t *testing.T) {
 			// runc installs the filter before it drops to the user.
 			{[]string{"run", "--rm", "--user", "1000:1000", ref}, "2"},
 			{[]string{"run", "--rm", "--user", "1000:1000", "--security-opt", "no-new-privileges", ref}, "2"},
+			// Its steps run in a hutch-runtime of the shim's own, not in
+			// the runtime server.
+			{[]string{"run", "--rm", "--pid", "host", ref}, "2"},
+			{[]string{"run", "--rm", "-t", ref}, "2"},
 		} {
 			if got := seccompMode(t, d, tc.args...); got != tc.want {
 				t.Errorf("%s: Seccomp: %s, want %s", strings.Join(tc.args, " "), got, tc.want)
@@ -127,6 +131,13 @@ func TestSeccompDefaultProfile(t *testing.T) {
 		out, err := d.Docker(t, "exec", id, "unshare", "-U", "true")
 		if err == nil || !strings.Contains(out, "Operation not permitted") {
 			t.Errorf("unshare -U in an exec: %v\n%s", err, out)
+		}
+		// The program reaches the init as a file of its own, which
+		// neither the command nor an exec keeps.
+		for _, args := range [][]string{{"ls", "-l", "/proc/1/fd"}, {"sh", "-c", "ls -l /proc/$$/fd"}} {
+			if out := dockerOK(t, d, append([]string{"exec", id}, args...)...); strings.Contains(out, "seccomp") || strings.Contains(out, "memfd") {
+				t.Errorf("a process kept the filter's file: %s\n%s", args, out)
+			}
 		}
 		// --privileged on an exec gives capabilities, not another filter.
 		if out := dockerOK(t, d, "exec", "--privileged", id, "grep", "Seccomp:", "/proc/self/status"); !strings.HasSuffix(out, "2") {

@@ -18,6 +18,7 @@ import (
 	_ "github.com/opencontainers/runc/libcontainer/nsenter"
 
 	"github.com/hutch-engine/hutch/engine/shim/oci"
+	"github.com/hutch-engine/hutch/engine/shim/oci/filter"
 )
 
 func init() {
@@ -28,6 +29,9 @@ func init() {
 		// container's command: a collection would be work thrown away.
 		debug.SetGCPercent(-1)
 		oci.DefaultSignals()
+		// The seccomp program the runtime compiled, if any, installed
+		// where runc would install its own.
+		filter.Arm()
 		libcontainer.Init()
 	}
 }

@@ -44,9 +44,15 @@ func loadSpec(bundle string, host shim.Host, log *slog.Logger) (*specs.Spec, err
 // createContainer makes the libcontainer container, replacing a stopped
 // leftover of an earlier run with the same id (a shim killed with -9 leaves
 // its state directory behind).
-func createContainer(cfg *wire.Config, spec *specs.Spec, host shim.Host) (*libcontainer.Container, error) {
+// It returns the container's seccomp program, kept in its state directory,
+// for its init (nil: no filter).
+func createContainer(cfg *wire.Config, spec *specs.Spec, host shim.Host) (*libcontainer.Container, []byte, error) {
 	if os.Geteuid() != 0 {
-		return nil, fmt.Errorf("the shim must run as uid 0 (real root or inside the rootless user namespace): %w", errdefs.ErrFailedPrecondition)
+		return nil, nil, fmt.Errorf("the shim must run as uid 0 (real root or inside the rootless user namespace): %w", errdefs.ErrFailedPrecondition)
+	}
+	prog, err := takeSeccomp(cfg, spec)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", err, errdefs.ErrInvalidArgument)
 	}
 	lc, err := specconv.CreateLibcontainerConfig(&specconv.CreateOpts{
 		CgroupName: cfg.ID,
@@ -57,23 +63,35 @@ func createContainer(cfg *wire.Config, spec *specs.Spec, host shim.Host) (*libco
 		RootlessCgroups: host.InUserNS,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("container config: %w: %w", err, errdefs.ErrInvalidArgument)
+		return nil, nil, fmt.Errorf("container config: %w: %w", err, errdefs.ErrInvalidArgument)
+	}
+	if prog != nil {
+		markSeccomp(lc)
 	}
 	c, err := libcontainer.Create(cfg.StateDir, cfg.ID, lc)
 	if errors.Is(err, libcontainer.ErrExist) {
 		old, lerr := libcontainer.Load(cfg.StateDir, cfg.ID)
 		if lerr != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if st, _ := old.Status(); st != libcontainer.Stopped {
-			return nil, fmt.Errorf("container %s is %s in %s: %w", cfg.ID, st, cfg.StateDir, errdefs.ErrConflict)
+			return nil, nil, fmt.Errorf("container %s is %s in %s: %w", cfg.ID, st, cfg.StateDir, errdefs.ErrConflict)
 		}
 		if derr := old.Destroy(); derr != nil {
-			return nil, derr
+			return nil, nil, derr
 		}
 		c, err = libcontainer.Create(cfg.StateDir, cfg.ID, lc)
 	}
-	return c, err
+	if err != nil {
+		return nil, nil, err
+	}
+	if prog != nil {
+		if err := saveSeccomp(cfg, prog); err != nil {
+			_ = c.Destroy()
+			return nil, nil, err
+		}
+	}
+	return c, prog, nil
 }
 
 // newProcess converts an OCI process to libcontainer's.

@@ -32,7 +32,7 @@ func create(cfg *wire.Config, bundle string, files map[string]*os.File, log *slo
 		return nil, err
 	}
 	log.Debug("spec loaded")
-	c, err := createContainer(cfg, spec, host)
+	c, prog, err := createContainer(cfg, spec, host)
 	if err != nil {
 		return nil, err
 	}
@@ -45,6 +45,14 @@ func create(cfg *wire.Config, bundle string, files map[string]*os.File, log *slo
 	setStdio(p, files)
 	if p.ConsoleSocket != nil {
 		p.ConsoleHeight, p.ConsoleWidth = cfg.Height, cfg.Width
+	}
+	pf, err := passSeccomp(p, prog)
+	if err != nil {
+		_ = c.Destroy()
+		return nil, err
+	}
+	if pf != nil {
+		defer pf.Close()
 	}
 	if err := c.Start(p); err != nil {
 		_ = c.Destroy()
@@ -129,6 +137,17 @@ func execProcess(cfg *wire.Config, process wire.RawJSON, files map[string]*os.Fi
 		return nil, err
 	}
 	setStdio(p, files)
+	prog, err := execSeccomp(cfg, c)
+	if err != nil {
+		return nil, err
+	}
+	pf, err := passSeccomp(p, prog)
+	if err != nil {
+		return nil, err
+	}
+	if pf != nil {
+		defer pf.Close()
+	}
 	if err := c.Run(p); err != nil {
 		return nil, wire.NewStartError(err.Error())
 	}
