@@ -38,9 +38,13 @@ if [ -n "$unformatted" ]; then
 fi
 go vet -tags "$TAGS" ./...
 go vet -tags "$TAGS integration" ./integration/
+go vet -tags "$TAGS seccomp" ./engine/shim/oci/... ./cmd/hutch-runtime
 
 echo "== unit tests"
 go test -tags "$TAGS" -count=1 ./...
+# hutch-runtime's packages as make build builds them, with runc's seccomp
+# support (libseccomp).
+go test -tags "$TAGS seccomp" -count=1 ./engine/shim/oci/...
 
 echo "== fuzz (short runs of every target)"
 bash contrib/test/fuzz.sh

@@ -175,3 +175,38 @@ func TestLoadSeccompProfileNoSpec(t *testing.T) {
 		t.Errorf("LoadSeccompProfile: %+v %v", p, err)
 	}
 }
+
+// Profiles come straight from API clients (--security-opt seccomp=).
+func FuzzLoadSeccompProfile(f *testing.F) {
+	for _, s := range []string{
+		denyMkdir, "{}", "{nope", `{"defaultAction":"SCMP_ACT_MAYBE"}`,
+		`{"defaultAction":"SCMP_ACT_ERRNO","defaultErrnoRet":1,"archMap":[{"architecture":"SCMP_ARCH_X86_64","subArchitectures":["SCMP_ARCH_X86"]}],"syscalls":[{"names":["read"],"action":"SCMP_ACT_ALLOW","includes":{"caps":["CAP_SYS_ADMIN"],"minKernel":"4.8"}}]}`,
+		`{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[{"names":["kill"],"action":"SCMP_ACT_ERRNO","args":[{"index":7,"value":1,"op":"SCMP_CMP_EQ"}]}]}`,
+		`{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[{"name":"a","names":["b"],"action":"SCMP_ACT_ERRNO"}]}`,
+	} {
+		f.Add(s)
+	}
+	caps := &specs.Spec{Process: &specs.Process{Capabilities: &specs.LinuxCapabilities{Bounding: []string{"CAP_SYS_ADMIN"}}}}
+	f.Fuzz(func(t *testing.T, body string) {
+		p, err := LoadSeccompProfile(body, caps)
+		if err != nil {
+			if !errors.Is(err, errdefs.ErrInvalidArgument) {
+				t.Fatalf("%q: unclassed error %v", body, err)
+			}
+			return
+		}
+		// What is accepted is what runc takes: checked again, it passes.
+		if err := checkSeccomp(p); err != nil {
+			t.Fatalf("%q: accepted, then %v", body, err)
+		}
+		if p != nil {
+			for _, c := range p.Syscalls {
+				for _, a := range c.Args {
+					if a.Index >= maxSyscallArgs {
+						t.Fatalf("%q: argument index %d", body, a.Index)
+					}
+				}
+			}
+		}
+	})
+}
