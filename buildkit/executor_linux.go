@@ -216,9 +216,10 @@ func (e *runExecutor) prepare(ctx context.Context, id, bundle string, root execu
 	// No cgroup of the build's own: rootless on cgroup v1 there is none to
 	// have, and the runtime asks for none where none is named.
 	spec.Linux.CgroupsPath = ""
-	// hutch-runtime applies no seccomp filter yet (as for the engine's
-	// containers): a profile in the spec would fail the create.
-	spec.Linux.Seccomp = nil
+	// The spec keeps BuildKit's seccomp filter (Docker's default profile
+	// for the step's capabilities; --allow security.insecure, which has
+	// none, is not granted), which hutch-runtime installs as for the
+	// engine's containers.
 
 	cwd, err := fs.RootPath(rootfs, meta.Cwd)
 	if err != nil {

@@ -302,3 +302,16 @@ func TestSeccompDaemonProfile(t *testing.T) {
 		}
 	})
 }
+
+// BuildKit's RUN steps run under its default profile (Docker's), through
+// hutch-runtime as containers do.
+func TestSeccompBuildKitRun(t *testing.T) {
+	d, ref := pulled(t)
+	dir := buildDir(t, map[string]string{"Dockerfile": "FROM " + ref + `
+RUN grep Seccomp: /proc/self/status > /seccomp; (unshare -U true 2>&1 || true) > /unshare
+`})
+	out := bk(t, d, "build", "--progress=plain", "-t", "bkseccomp", dir)
+	if got := bk(t, d, "run", "--rm", "--security-opt", "seccomp=unconfined", "bkseccomp", "cat", "/seccomp", "/unshare"); !strings.Contains(got, "Seccomp:\t2") || !strings.Contains(got, "Operation not permitted") {
+		t.Errorf("what the RUN step saw: %q\n%s", got, out)
+	}
+}
