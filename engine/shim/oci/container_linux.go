@@ -19,26 +19,46 @@ import (
 	"github.com/hutch-engine/hutch/engine/shim/wire"
 )
 
-// loadSpec reads the bundle's config.json and fits it to this host.
-func loadSpec(bundle string, host shim.Host, log *slog.Logger) (*specs.Spec, error) {
+// bundleSpec is config.json with its seccomp profile left as it is
+// written: the runtime decodes a profile only to compile it, and most
+// starts find it compiled (seccomp_linux.go).
+type bundleSpec struct {
+	specs.Spec
+	Linux *struct {
+		specs.Linux
+		Seccomp json.RawMessage `json:"seccomp,omitempty"`
+	} `json:"linux,omitempty"`
+}
+
+// loadSpec reads the bundle's config.json and fits it to this host. The
+// spec's seccomp profile comes apart, as it is written (nil: none).
+func loadSpec(bundle string, host shim.Host, log *slog.Logger) (*specs.Spec, json.RawMessage, error) {
 	b, err := os.ReadFile(filepath.Join(bundle, wire.SpecFile))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var spec specs.Spec
-	if err := json.Unmarshal(b, &spec); err != nil {
-		return nil, fmt.Errorf("%s: %w: %w", wire.SpecFile, err, errdefs.ErrInvalidArgument)
+	var bs bundleSpec
+	if err := json.Unmarshal(b, &bs); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w: %w", wire.SpecFile, err, errdefs.ErrInvalidArgument)
+	}
+	spec := &bs.Spec
+	var seccomp json.RawMessage
+	if bs.Linux != nil {
+		spec.Linux = &bs.Linux.Linux
+		if s := string(bs.Linux.Seccomp); s != "" && s != "null" {
+			seccomp = bs.Linux.Seccomp
+		}
 	}
 	if spec.Process == nil || len(spec.Process.Args) == 0 {
-		return nil, fmt.Errorf("%s: no process args: %w", wire.SpecFile, errdefs.ErrInvalidArgument)
+		return nil, nil, fmt.Errorf("%s: no process args: %w", wire.SpecFile, errdefs.ErrInvalidArgument)
 	}
 	if spec.Root == nil || !filepath.IsAbs(spec.Root.Path) {
-		return nil, fmt.Errorf("%s: root.path must be absolute: %w", wire.SpecFile, errdefs.ErrInvalidArgument)
+		return nil, nil, fmt.Errorf("%s: root.path must be absolute: %w", wire.SpecFile, errdefs.ErrInvalidArgument)
 	}
-	for _, w := range shim.AdjustSpec(&spec, host) {
+	for _, w := range shim.AdjustSpec(spec, host) {
 		log.Warn("spec adjusted", "warning", w)
 	}
-	return &spec, nil
+	return spec, seccomp, nil
 }
 
 // createContainer makes the libcontainer container, replacing a stopped
@@ -46,11 +66,11 @@ func loadSpec(bundle string, host shim.Host, log *slog.Logger) (*specs.Spec, err
 // its state directory behind).
 // It returns the container's seccomp program, kept in its state directory,
 // for its init (nil: no filter).
-func createContainer(cfg *wire.Config, spec *specs.Spec, host shim.Host) (*libcontainer.Container, []byte, error) {
+func createContainer(cfg *wire.Config, spec *specs.Spec, seccomp json.RawMessage, host shim.Host) (*libcontainer.Container, []byte, error) {
 	if os.Geteuid() != 0 {
 		return nil, nil, fmt.Errorf("the shim must run as uid 0 (real root or inside the rootless user namespace): %w", errdefs.ErrFailedPrecondition)
 	}
-	prog, err := takeSeccomp(cfg, spec)
+	prog, err := programs(cfg.StateDir).Get(seccomp)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", err, errdefs.ErrInvalidArgument)
 	}

@@ -27,12 +27,12 @@ const execFifo = "exec.fifo"
 // which releases it through the fifo.
 func create(cfg *wire.Config, bundle string, files map[string]*os.File, log *slog.Logger) (*wire.RuntimeReply, error) {
 	host := shim.DetectHost()
-	spec, err := loadSpec(bundle, host, log)
+	spec, seccomp, err := loadSpec(bundle, host, log)
 	if err != nil {
 		return nil, err
 	}
 	log.Debug("spec loaded")
-	c, prog, err := createContainer(cfg, spec, host)
+	c, prog, err := createContainer(cfg, spec, seccomp, host)
 	if err != nil {
 		return nil, err
 	}

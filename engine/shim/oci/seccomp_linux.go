@@ -9,7 +9,6 @@ import (
 
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/opencontainers/runc/libcontainer/configs"
-	"github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/hutch-engine/hutch/engine/shim/oci/filter"
 	"github.com/hutch-engine/hutch/engine/shim/wire"
@@ -44,20 +43,6 @@ func programs(stateDir string) *filter.Cache {
 		caches[dir] = c
 	}
 	return c
-}
-
-// takeSeccomp compiles (or finds) the spec's filter and takes it out of the
-// spec, so that libcontainer compiles none. nil: no filter.
-func takeSeccomp(cfg *wire.Config, spec *specs.Spec) ([]byte, error) {
-	if spec.Linux == nil || spec.Linux.Seccomp == nil {
-		return nil, nil
-	}
-	prog, err := programs(cfg.StateDir).Get(spec.Linux.Seccomp)
-	if err != nil {
-		return nil, fmt.Errorf("seccomp: %w", err)
-	}
-	spec.Linux.Seccomp = nil
-	return prog, nil
 }
 
 // markSeccomp labels lc as a container with a filter.

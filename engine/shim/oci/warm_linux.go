@@ -30,6 +30,7 @@ func warm(fd int) {
 // tables.
 func warmCodecs() {
 	_, _ = json.Marshal(&specs.Spec{})
+	_, _ = json.Marshal(&bundleSpec{})
 	_, _ = json.Marshal(&configs.Config{})
 	_, _ = json.Marshal(&libcontainer.State{})
 }

@@ -46,11 +46,31 @@ func Arm() {
 type hook struct {
 	prog      *Program
 	installed bool
+	quiet     bool
+	next      logrus.Formatter
+}
+
+// Format is libcontainer's formatter for every entry but the debug ones,
+// which it drops: raised to debug for the hook alone, the init would
+// otherwise encode each to JSON for the runtime to decode and drop.
+func (h *hook) Format(e *logrus.Entry) ([]byte, error) {
+	if e.Level == logrus.DebugLevel {
+		return nil, nil
+	}
+	return h.next.Format(e)
 }
 
 func (h *hook) Levels() []logrus.Level { return []logrus.Level{logrus.DebugLevel} }
 
 func (h *hook) Fire(e *logrus.Entry) error {
+	if !h.quiet {
+		// libcontainer has set its formatter by its first entry: the
+		// debug entries the hook needs are not the log's, which they
+		// were not before (Info is libcontainer's level).
+		h.quiet = true
+		h.next = e.Logger.Formatter
+		e.Logger.SetFormatter(h)
+	}
 	switch {
 	case h.installed:
 	case e.Message == entryRun:

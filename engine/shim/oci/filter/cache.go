@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -26,18 +27,15 @@ func NewCache(dir string) *Cache {
 	return &Cache{dir: dir, mem: map[string][]byte{}}
 }
 
-// Get returns the encoded program of s (nil for no filter), compiling it
-// only if neither memory nor the directory has it. A file that does not
+// Get returns the encoded program of the profile whose JSON is profile
+// (nil for none), compiling it only if neither memory nor the directory
+// has it: a start that finds it decodes no profile. A file that does not
 // decode is compiled again and replaced.
-func (c *Cache) Get(s *specs.LinuxSeccomp) ([]byte, error) {
-	if s == nil {
+func (c *Cache) Get(profile []byte) ([]byte, error) {
+	if len(profile) == 0 {
 		return nil, nil
 	}
-	raw, err := json.Marshal(s)
-	if err != nil {
-		return nil, err
-	}
-	sum := sha256.Sum256(raw)
+	sum := sha256.Sum256(profile)
 	key := hex.EncodeToString(sum[:])
 	c.mu.Lock()
 	b, ok := c.mem[key]
@@ -55,7 +53,11 @@ func (c *Cache) Get(s *specs.LinuxSeccomp) ([]byte, error) {
 			}
 		}
 	}
-	p, err := Compile(s)
+	var s specs.LinuxSeccomp
+	if err := json.Unmarshal(profile, &s); err != nil {
+		return nil, fmt.Errorf("seccomp profile: %w", err)
+	}
+	p, err := Compile(&s)
 	if err != nil || p == nil {
 		return nil, err
 	}

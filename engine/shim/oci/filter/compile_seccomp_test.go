@@ -3,6 +3,7 @@
 package filter
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -50,7 +51,10 @@ func TestCompile(t *testing.T) {
 // disk.
 func TestCache(t *testing.T) {
 	dir := t.TempDir()
-	prof := defaultProfile(t)
+	prof, err := json.Marshal(defaultProfile(t))
+	if err != nil {
+		t.Fatal(err)
+	}
 	a, err := NewCache(dir).Get(prof)
 	if err != nil || a == nil {
 		t.Fatal(a, err)
