@@ -8,8 +8,8 @@
 // and cmd merged with the image's), environment, working directory, user and
 // groups resolved through the image's /etc/passwd and /etc/group (opened
 // inside the rootfs, never following a symlink out of it), capabilities,
-// namespaces, Docker's default mounts and masked paths, binds and tmpfs
-// mounts, rlimits and cgroup resources.
+// the seccomp profile, namespaces, Docker's default mounts and masked
+// paths, binds and tmpfs mounts, rlimits and cgroup resources.
 //
 // It does not fit the spec to the host: the shim's AdjustSpec (package
 // engine/shim) strips cgroup limits where they cannot be enforced (and words
@@ -19,9 +19,13 @@
 // both in the create response.
 //
 // Limits, stated so they are not mistaken for Docker's behaviour:
-//   - no seccomp profile: Docker applies its default profile even in rootless
-//     mode; a default profile is later work. seccomp=unconfined is accepted,
-//     any other profile gives a warning.
+//   - seccomp is Docker's (Docker's default profile from
+//     moby/profiles/seccomp, fitted to the container's capabilities;
+//     --security-opt seccomp=unconfined|builtin|<profile>; none for a
+//     privileged container that names none; Input.SeccompProfile is the
+//     daemon's default), but a profile that cannot be loaded is refused at
+//     create (CheckSeccomp), where Docker fails the start. hutch-runtime
+//     compiles and installs the filter (package engine/shim/oci/filter).
 //   - no AppArmor or SELinux labels (accepted and ignored, as Docker does on
 //     hosts without them).
 //   - privileged containers get every capability, no masked or read-only
