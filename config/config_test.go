@@ -65,7 +65,7 @@ func TestResolveLayers(t *testing.T) {
 	t.Setenv("XDG_CONFIG_HOME", filepath.Join(base, "config"))
 	os.MkdirAll(filepath.Join(base, "run"), 0o700)
 	cfgFile := filepath.Join(base, "daemon.json")
-	os.WriteFile(cfgFile, []byte(`{"data-root": "/srv/hutch", "log-level": "debug", "insecure-registries": ["reg.local:5000"], "registry-mirrors": ["https://mirror.local"], "unknown-key": 1}`), 0o600)
+	os.WriteFile(cfgFile, []byte(`{"data-root": "/srv/hutch", "log-level": "debug", "insecure-registries": ["reg.local:5000"], "registry-mirrors": ["https://mirror.local"], "seccomp-profile": "unconfined", "unknown-key": 1}`), 0o600)
 
 	c, err := Resolve(Flags{ConfigFile: cfgFile})
 	if err != nil {
@@ -76,6 +76,9 @@ func TestResolveLayers(t *testing.T) {
 	}
 	if len(c.InsecureRegistries) != 1 || len(c.RegistryMirrors) != 1 {
 		t.Errorf("registries not read: %+v", c)
+	}
+	if c.SeccompProfile != "unconfined" {
+		t.Errorf("seccomp-profile not read: %q", c.SeccompProfile)
 	}
 	// A setting of Docker's that hutch does not read is told, not refused.
 	if len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], "hutch does not read these settings of Docker's daemon.json, which have no effect: unknown-key") {
