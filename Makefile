@@ -54,8 +54,10 @@ compat:
 lint:
 	$(GO) vet -tags "$(TAGS)" ./...
 	$(GO) vet -tags "$(TAGS) integration" ./integration/
+	$(GO) vet -tags "$(TAGS) seccomp" ./engine/shim/oci/... ./cmd/hutch-runtime
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -tags "$(TAGS)" ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -tags "$(TAGS) seccomp" ./engine/shim/oci/... ./cmd/hutch-runtime
 
 run: build
 	bin/hutch daemon
