@@ -346,9 +346,8 @@ func (e *Engine) startShim(ctx context.Context, c *container.Container) (shimCon
 		Rootless:   e.opts.Rootless,
 		SingleUID:  e.opts.IDMap == "single",
 		InitPath:   e.opts.InitBinary,
-
-		SeccompProfile: e.seccomp.inputProfile(),
 	}
+	e.seccomp.input(&in)
 	if att.hostname != "" {
 		in.Hostname = att.hostname
 	}

@@ -45,14 +45,9 @@ func loadSeccompDefault(setting string) (seccompDefault, error) {
 	return d, nil
 }
 
-// inputProfile is the daemon default for spec.Input: none at all where the
-// kernel cannot filter (Docker runs such containers unconfined, with a
-// warning in its log).
-func (d seccompDefault) inputProfile() string {
-	if d.off {
-		return spec.SeccompUnconfined
-	}
-	return d.profile
+// input sets the daemon's default in a spec.Input.
+func (d seccompDefault) input(in *spec.Input) {
+	in.SeccompProfile, in.NoSeccomp = d.profile, d.off
 }
 
 // kernelSeccomp reports whether the kernel filters system calls:

@@ -16,6 +16,12 @@ import (
 // The default profile opens the calls it gates on a capability when the
 // container's bounding set has it, so it comes after the capabilities.
 func (b *builder) seccompFilter() error {
+	if b.in.NoSeccomp {
+		if opt := b.seccomp; opt != "" && opt != SeccompUnconfined && opt != SeccompBuiltin {
+			return fmt.Errorf("seccomp is not enabled in your kernel, cannot run a custom seccomp profile: %w", errdefs.ErrInvalidArgument)
+		}
+		return nil
+	}
 	p, err := seccompProfile(b.seccomp, b.in.SeccompProfile, b.hc.Privileged, b.spec)
 	if err != nil {
 		return err

@@ -210,3 +210,20 @@ func FuzzLoadSeccompProfile(f *testing.F) {
 		}
 	})
 }
+
+// On a kernel without seccomp, Docker runs containers unconfined and
+// refuses a custom profile.
+func TestBuildNoSeccomp(t *testing.T) {
+	in := testInput(t)
+	in.NoSeccomp = true
+	for _, opts := range [][]string{nil, {"seccomp=builtin"}, {"seccomp=unconfined"}} {
+		in.HostConfig.SecurityOpt = opts
+		if p := build(t, in).Linux.Seccomp; p != nil {
+			t.Errorf("%q: seccomp %+v", opts, p)
+		}
+	}
+	in.HostConfig.SecurityOpt = []string{"seccomp=" + denyMkdir}
+	if _, _, err := Build(in); !errors.Is(err, errdefs.ErrInvalidArgument) || !strings.Contains(err.Error(), "seccomp is not enabled in your kernel") {
+		t.Errorf("a custom profile: %v", err)
+	}
+}

@@ -99,6 +99,9 @@ type Input struct {
 	// seccomp-profile): "" or SeccompBuiltin for Docker's,
 	// SeccompUnconfined for none, else a profile's JSON.
 	SeccompProfile string
+	// NoSeccomp: the kernel has no seccomp filters. Containers then run
+	// unconfined, and one naming a profile is refused, as in Docker.
+	NoSeccomp bool
 }
 
 type builder struct {
