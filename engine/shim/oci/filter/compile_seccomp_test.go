@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"runtime"
 	"strings"
 	"testing"
@@ -72,28 +71,14 @@ func TestCache(t *testing.T) {
 	}
 }
 
-const installEnv = "HUTCH_FILTER_TEST_INSTALL"
+func init() { children["install"] = installAndTry }
 
-// TestMain runs TestInstall's child when asked.
-func TestMain(m *testing.M) {
-	if dir := os.Getenv(installEnv); dir != "" {
-		if err := installAndTry(dir); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		fmt.Println("denied as profiled")
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
-
-// A program installed denies what its profile denies and nothing else.
-// The filter stays with the process: a child does the install.
+// A program compiled and installed denies what its profile denies and
+// nothing else. The filter stays with the process: a child does the
+// install.
 func TestInstall(t *testing.T) {
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), installEnv+"="+t.TempDir())
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "denied as profiled") {
+	out, err := runChild(t, "install")
+	if err != nil || !strings.Contains(out, childOK) {
 		t.Fatalf("child: %v\n%s", err, out)
 	}
 }
