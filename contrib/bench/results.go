@@ -28,6 +28,10 @@ type Results struct {
 	SeedPhases []PhaseTime `json:"seed_flow_phases"`
 	Runc       Dist        `json:"runc_run"`
 	SeedRatio  float64     `json:"seed_over_runc_median"`
+	// SeedUnconfined is the seed flow with seccomp=unconfined, measured
+	// alternately with the default (filtered) one.
+	SeedUnconfined   Dist    `json:"seed_flow_unconfined"`
+	SeedSeccompRatio float64 `json:"seed_over_unconfined_median"`
 
 	DockerRun Dist `json:"docker_run"`
 	DockerCLI Dist `json:"docker_version"`
@@ -64,12 +68,13 @@ func (r *Results) fillHost(c config) {
 
 // derive computes the summaries, ratios and verdicts.
 func (r *Results) derive() {
-	for _, d := range []*Dist{&r.Seed, &r.Runc, &r.DockerRun, &r.DockerCLI, &r.Pull.Hutch, &r.Pull.Baseline,
+	for _, d := range []*Dist{&r.Seed, &r.SeedUnconfined, &r.Runc, &r.DockerRun, &r.DockerCLI, &r.Pull.Hutch, &r.Pull.Baseline,
 		&r.Load.Latency, &r.Load.Single, &r.ColdStart, &r.Stop} {
 		d.summarize()
 	}
 	r.Build.derive()
 	r.SeedRatio = ratio(r.Seed.Median, r.Runc.Median)
+	r.SeedSeccompRatio = ratio(r.Seed.Median, r.SeedUnconfined.Median)
 	r.Pull.PairRatios = pairRatios(r.Pull.Hutch.Samples, r.Pull.Baseline.Samples)
 	r.Pull.Ratio = median(r.Pull.PairRatios)
 	r.Pull.MediansRatio = ratio(r.Pull.Hutch.Median, r.Pull.Baseline.Median)
@@ -90,6 +95,8 @@ func (r *Results) derive() {
 	}
 	add(r.Seed.N > 0 && r.Runc.N > 0, "seed flow vs runc run (median)",
 		fmt.Sprintf("%.2f×", r.SeedRatio), "≤ 2×", r.SeedRatio <= 2)
+	add(r.Seed.N > 0 && r.SeedUnconfined.N > 0, "seed flow with the default seccomp profile vs seccomp=unconfined (median)",
+		fmt.Sprintf("%.2f×", r.SeedSeccompRatio), "≤ 1.1×", r.SeedSeccompRatio <= 1.1)
 	add(r.Seed.N > 0, "seed flow vs rootless Docker (reference 300 ms)",
 		fmt.Sprintf("1/%.1f", dockerRootlessMs/r.Seed.Median), "≤ 1/8", r.Seed.Median <= dockerRootlessMs/8.0)
 	add(r.DockerRun.N > 0, "docker run --rm busybox true (median)",
@@ -142,6 +149,7 @@ func (r *Results) printTable(w io.Writer) {
 		fmt.Fprintf(tw, "%s\t%d\t%.1f ms\t%.1f ms\t%.1f ms\t%.1f ms\t%s\t%s\n", name, d.N, d.Median, d.P95, d.P99, d.Max, base, rs)
 	}
 	dist("seed flow over the API (echo hello)", r.Seed, fmt.Sprintf("runc run %.1f ms", r.Runc.Median), r.SeedRatio)
+	dist("seed flow, seccomp=unconfined", r.SeedUnconfined, fmt.Sprintf("default profile %.1f ms", r.Seed.Median), r.SeedSeccompRatio)
 	dist("runc run (rootless, same rootfs)", r.Runc, "", 0)
 	dist("docker run --rm busybox true", r.DockerRun, fmt.Sprintf("docker version %.1f ms", r.DockerCLI.Median), 0)
 	dist("pull of the large image (ratio: median of pairs)", r.Pull.Hutch, fmt.Sprintf("gzip|tar %.0f ms", r.Pull.Baseline.Median), r.Pull.Ratio)

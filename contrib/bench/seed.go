@@ -23,8 +23,10 @@ const warmups = 3
 var seedPhases = []string{"create", "wait-register", "start", "wait", "logs", "remove"}
 
 // benchSeed measures the seed flow over the API against `runc run` of the
-// same rootfs, alternating the two so that load on the machine falls on
-// both alike.
+// same rootfs, and against the same flow with `--security-opt
+// seccomp=unconfined` (what Docker's default seccomp profile costs a
+// start), alternating the three so that load on the machine falls on all
+// alike.
 func benchSeed(ctx context.Context, e *env, res *Results) error {
 	d, err := e.daemon(ctx)
 	if err != nil {
@@ -40,23 +42,32 @@ func benchSeed(ctx context.Context, e *env, res *Results) error {
 		if err != nil {
 			return fmt.Errorf("runc run: %w", err)
 		}
-		st, err := seedFlow(ctx, d.api, e.busybox, ph, i >= warmups)
+		st, err := seedFlow(ctx, d.api, e.busybox, nil, ph, i >= warmups)
 		if err != nil {
 			return fmt.Errorf("seed flow: %w (daemon log %s)", err, d.logPath)
+		}
+		ut, err := seedFlow(ctx, d.api, e.busybox, unconfined, nil, false)
+		if err != nil {
+			return fmt.Errorf("seed flow, seccomp=unconfined: %w (daemon log %s)", err, d.logPath)
 		}
 		if i >= warmups {
 			res.Runc.add(rt)
 			res.Seed.add(st)
+			res.SeedUnconfined.add(ut)
 		}
 	}
 	res.SeedPhases = ph.medians()
 	return nil
 }
 
+// unconfined is the seed flow's host config without the seccomp filter.
+var unconfined = &containertypes.HostConfig{SecurityOpt: []string{"seccomp=unconfined"}}
+
 // seedFlow runs `echo hello` the way an SDK user does: create, register a
-// wait for the next exit, start, wait, read the logs, remove. It returns
-// the time of the whole, and adds each call's time to ph when record is set.
-func seedFlow(ctx context.Context, api *client.Client, ref string, ph *phases, record bool) (time.Duration, error) {
+// wait for the next exit, start, wait, read the logs, remove. hc is the
+// create's host config (nil: the defaults). It returns the time of the
+// whole, and adds each call's time to ph when record is set.
+func seedFlow(ctx context.Context, api *client.Client, ref string, hc *containertypes.HostConfig, ph *phases, record bool) (time.Duration, error) {
 	mark := time.Now()
 	t0 := mark
 	step := func(name string) {
@@ -67,7 +78,8 @@ func seedFlow(ctx context.Context, api *client.Client, ref string, ph *phases, r
 		mark = now
 	}
 	created, err := api.ContainerCreate(ctx, client.ContainerCreateOptions{
-		Config: &containertypes.Config{Image: ref, Cmd: []string{"echo", "hello"}},
+		Config:     &containertypes.Config{Image: ref, Cmd: []string{"echo", "hello"}},
+		HostConfig: hc,
 	})
 	if err != nil {
 		return 0, fmt.Errorf("create: %w", err)
