@@ -67,6 +67,9 @@ type Config struct {
 	// empty) for Docker's default profile, "unconfined", or the path of a
 	// profile in Docker's JSON format, read by the engine at its start.
 	SeccompProfile string `json:"seccomp_profile,omitempty"`
+	// LiveRestore keeps containers running while no engine runs: the
+	// namespaces and the network outlive the engine (docs/rootless.md).
+	LiveRestore bool `json:"live_restore,omitempty"`
 	// Warnings found on the host (preflight), shown in /info.
 	Warnings []string `json:"warnings,omitempty"`
 }
@@ -92,6 +95,7 @@ type fileConfig struct {
 	DNSSearch          []string          `json:"dns-search"`
 	DNSOpts            []string          `json:"dns-opts"`
 	SeccompProfile     string            `json:"seccomp-profile"`
+	LiveRestore        *bool             `json:"live-restore"`
 	// ignored is the warning about the settings hutch does not read.
 	ignored string
 }

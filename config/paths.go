@@ -22,6 +22,8 @@ type Flags struct {
 	LogLevel    string
 	IDMap       string
 	Network     string // "auto" or "" (slirp4netns when it can run), "slirp4netns" or "none"
+	// LiveRestore is --live-restore when given (nil: daemon.json's, else on).
+	LiveRestore *bool
 }
 
 // RealRoot reports whether hutch runs as real root, without rootlesskit
@@ -96,6 +98,15 @@ func Resolve(f Flags) (*Config, error) {
 	c.BIP, c.AddressPools = fc.BIP, fc.AddressPools
 	c.DNS, c.DNSSearch, c.DNSOpts = fc.DNS, fc.DNSSearch, fc.DNSOpts
 	c.SeccompProfile = fc.SeccompProfile
+	// On unless daemon.json or the flag says otherwise; real root keeps
+	// no namespaces to restore into (docs/rootless.md).
+	c.LiveRestore = !root
+	if fc.LiveRestore != nil {
+		c.LiveRestore = *fc.LiveRestore && !root
+	}
+	if f.LiveRestore != nil {
+		c.LiveRestore = *f.LiveRestore && !root
+	}
 	if fc.ignored != "" {
 		c.Warnings = append(c.Warnings, fc.ignored)
 	}

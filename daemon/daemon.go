@@ -93,6 +93,9 @@ func Run(ctx context.Context, f config.Flags) error {
 		return err
 	}
 	os.Setenv(config.EnvConfig, c.Encode())
+	if c.LiveRestore {
+		return runKept(c, idmap, log)
+	}
 	return execNamespaces(inst, c, idmap)
 }
 
@@ -205,6 +208,7 @@ func runEngine(ctx context.Context, c *config.Config, log *slog.Logger) error {
 		Rootless:      rootless.Inside(),
 		IDMap:         string(rootless.CurrentIDMap()),
 		Warnings:      c.Warnings,
+		LiveRestore:   c.LiveRestore && rootless.Inside(),
 		APIVersion:    apiserver.MaxAPIVersion,
 		MinAPIVersion: apiserver.MinAPIVersion,
 		Logger:        log,

@@ -41,6 +41,10 @@ type Options struct {
 	IDMap string
 	// Warnings are shown in /info (e.g. single-UID mode, cgroup v1).
 	Warnings []string
+	// LiveRestore leaves the containers running when the engine closes:
+	// the namespaces they live in outlive it (docs/containers.md, Crash
+	// recovery), and the next engine adopts them.
+	LiveRestore bool
 	// APIVersion and MinAPIVersion are the range the API server serves.
 	APIVersion, MinAPIVersion string
 	Logger                    *slog.Logger

@@ -130,7 +130,9 @@ func (e *Engine) adoptJoin(ctx context.Context, id string) {
 }
 
 // Close stops every running container (their stop signal, then SIGKILL
-// after their timeout) and waits until each exit is recorded.
+// after their timeout) and waits until each exit is recorded. With live
+// restore it leaves them running for the next engine to adopt: their
+// shims record the exits that come meanwhile.
 func (e *Engine) Close() error {
 	e.closing.Store(true)
 	e.restarts.cancelAll()
@@ -138,6 +140,15 @@ func (e *Engine) Close() error {
 	e.stopAllHealth()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
+	if e.opts.LiveRestore {
+		e.runs.mu.Lock()
+		n := len(e.runs.shims)
+		e.runs.mu.Unlock()
+		if n > 0 {
+			e.log.Info("live restore: leaving the running containers running", "count", n)
+		}
+		return e.closeRest()
+	}
 	e.runs.mu.Lock()
 	ids := make([]string, 0, len(e.runs.shims))
 	for id := range e.runs.shims {
@@ -173,6 +184,12 @@ func (e *Engine) Close() error {
 	case <-ctx.Done():
 		e.log.Warn("containers still being cleaned up at shutdown")
 	}
+	return e.closeRest()
+}
+
+// closeRest closes what the engine holds once the containers are dealt
+// with.
+func (e *Engine) closeRest() error {
 	if e.rtServer != nil {
 		// It ends once no process of its own runs (any left running
 		// keep it).

@@ -54,6 +54,7 @@ func (e *Engine) Info(ctx context.Context) (*system.Info, error) {
 		IndexServerAddress: "https://index.docker.io/v1/",
 		NGoroutines:        runtime.NumGoroutine(),
 		Warnings:           append(append([]string(nil), e.opts.Warnings...), warnings...),
+		LiveRestoreEnabled: e.opts.LiveRestore,
 		DefaultRuntime:     "runc",
 		Plugins: system.PluginsInfo{
 			Volume:  []string{"local"},

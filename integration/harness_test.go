@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -107,6 +108,11 @@ func startDaemon(t testing.TB, args ...string) *daemon {
 
 func startDaemonEnv(t testing.TB, env []string, socket string, args ...string) *daemon {
 	t.Helper()
+	// The suite's daemons stop their containers when they stop, so that
+	// no test leaves processes behind; the live-restore tests ask for it.
+	if !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--live-restore") }) {
+		args = append([]string{"--live-restore=false"}, args...)
+	}
 	return startDaemonCmd(t, env, socket, exec.Command(hutchBin(t), append([]string{"daemon"}, args...)...))
 }
 

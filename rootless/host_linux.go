@@ -26,6 +26,10 @@ type Handover struct {
 	PidFile  string `json:"pid_file"`
 	Socket   string `json:"socket"`
 	LogLevel string `json:"log_level"`
+	// Keeper, when set, is the daemon's state dir: hutch-ns then keeps
+	// the namespaces for a live-restore daemon (KeepMain) instead of
+	// being its host process; LockFD, PidFile and Socket are unused.
+	Keeper string `json:"keeper,omitempty"`
 }
 
 // ExecHost replaces this process with hutch-ns at bin. It returns only
@@ -65,6 +69,9 @@ func Main() int {
 		fmt.Fprintf(os.Stderr, "hutch-ns: %v\n", err)
 		return 2
 	}
+	if h.Keeper != "" {
+		return keepMain(h)
+	}
 	// Nothing below this process may hold the lock: shims outlive it.
 	unix.FcntlInt(uintptr(h.LockFD), unix.F_SETFD, unix.FD_CLOEXEC)
 	defer func() {
@@ -72,7 +79,11 @@ func Main() int {
 		os.Remove(h.PidFile)
 	}()
 	h.Parent.Logger = logging.New(h.LogLevel)
-	err = RunParent(context.Background(), h.Parent)
+	return exitCode(RunParent(context.Background(), h.Parent))
+}
+
+// exitCode is hutch-ns's exit status for RunParent's error.
+func exitCode(err error) int {
 	var ee interface{ ExitCode() int }
 	switch {
 	case err == nil:

@@ -25,6 +25,10 @@ const (
 	envHost = "_HUTCH_NS_HOST"
 	// envEngine is the hutch binary the namespace child runs as the engine.
 	envEngine = "_HUTCH_ENGINE"
+	// envKeeper is the daemon's state dir in a namespace child that keeps
+	// the namespaces for the engines it starts (live restore, package
+	// rootless/keeper) instead of serving as the engine itself.
+	envKeeper = "_HUTCH_KEEPER"
 )
 
 // Role is the part a process plays in the tree.
@@ -49,6 +53,29 @@ func CurrentRole() Role {
 		return Engine
 	}
 	return Host
+}
+
+// Keeper returns the state dir when this process, the namespace child
+// after its set-up, is the keeper of a live-restore daemon, and unsets the
+// key so that nothing it starts inherits it.
+func Keeper() (stateDir string, ok bool) {
+	v := os.Getenv(envKeeper)
+	os.Unsetenv(envKeeper)
+	return v, v != ""
+}
+
+// InsideEnv is the environment (KEY=value) that tells a process started
+// inside the namespaces which part it plays: a keeper hands it to each
+// engine it starts. Its keys stay the same across versions, so a newer
+// engine understands an older keeper.
+func InsideEnv() []string {
+	var out []string
+	for _, k := range []string{EnvStateDir, envParentEUID, envParentEGID, envMode, envNetwork} {
+		if v, ok := os.LookupEnv(k); ok {
+			out = append(out, k+"="+v)
+		}
+	}
+	return out
 }
 
 // Inside reports whether this process runs inside hutch's namespaces.

@@ -20,10 +20,17 @@ func daemonCommand() *cli.Command {
 			&cli.StringFlag{Name: "config-file", Usage: "daemon.json (default $XDG_CONFIG_HOME/hutch/daemon.json)"},
 			&cli.StringFlag{Name: "log-level", Aliases: []string{"l"}, Usage: "debug, info, warn or error"},
 			&cli.StringFlag{Name: "idmap", Value: "auto", Usage: "user namespace mapping: auto (subuid ranges when present) or single (only your uid)"},
+			&cli.BoolFlag{Name: "live-restore", Value: true, Usage: "keep containers running while the engine is stopped, restarted or upgraded (default from daemon.json's live-restore, else on)"},
 			&cli.StringFlag{Name: "network", Value: "auto", Usage: "container network: slirp4netns, none, or auto (slirp4netns where it can run, else none)"},
 		},
 		Action: func(c *cli.Context) error {
+			var liveRestore *bool
+			if c.IsSet("live-restore") {
+				v := c.Bool("live-restore")
+				liveRestore = &v
+			}
 			return daemon.Run(c.Context, config.Flags{
+				LiveRestore: liveRestore,
 				Hosts:       c.StringSlice("host"),
 				TLSCert:     c.String("tlscert"),
 				TLSKey:      c.String("tlskey"),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -99,11 +100,13 @@ func (m *Manager) Disconnect(ctx context.Context, c *container.Container, ref st
 
 // Restore implements networking.Service: the running containers keep their
 // addresses (their records say which), and the namespaces of all other
-// containers, left by a daemon that died, are removed. Forwarded ports do
-// not survive a restart: rootlesskit's went with its process. A running
-// container whose namespace is gone (the rootless daemon's mount and
-// network namespaces are new at each start) is returned in lost, its
-// addresses free.
+// containers, left by a daemon that died, are removed. A running
+// container whose namespace is gone (without live restore, the rootless
+// daemon's mount and network namespaces are new at each start) is
+// returned in lost, its addresses free. With live restore the namespaces
+// outlived the engine: the networks of the kept containers are set up
+// again (their bridges are there; their DNS servers start), and the port
+// forwards still in place go back to their containers (restoreForwards).
 func (m *Manager) Restore(ctx context.Context, running []*container.Container) (lost []string, err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -164,6 +167,15 @@ func (m *Manager) Restore(ctx context.Context, running []*container.Container) (
 	if m.drv == nil {
 		return lost, nil
 	}
+	for _, n := range m.nets {
+		if len(n.eps) == 0 {
+			continue
+		}
+		if err := m.setupLocked(ctx, n); err != nil {
+			m.log.Warn("restoring a network", "network", n.Name, "err", err)
+		}
+	}
+	m.restoreForwards(ctx)
 	ids, err := m.drv.Sandboxes(ctx)
 	if err != nil {
 		return lost, fmt.Errorf("listing network namespaces: %w", err)
@@ -183,6 +195,39 @@ func (m *Manager) Restore(ctx context.Context, running []*container.Container) (
 		m.log.Info("removed stale network namespaces", "count", removed)
 	}
 	return lost, nil
+}
+
+// restoreForwards gives the forwards in place (an earlier engine's, kept
+// with the namespaces) back to the restored sandboxes they lead to, and
+// removes those that lead to no running container.
+func (m *Manager) restoreForwards(ctx context.Context) {
+	fws, err := m.drv.Forwards(ctx)
+	if err != nil {
+		m.log.Warn("listing the published ports in place", "err", err)
+		return
+	}
+	owner := map[netip.Addr]*sandbox{}
+	for _, n := range m.nets {
+		for id, ep := range n.eps {
+			if sb := m.sandboxes[id]; sb != nil {
+				if ep.IP.IsValid() {
+					owner[ep.IP] = sb
+				}
+				if ep.IP6.IsValid() {
+					owner[ep.IP6] = sb
+				}
+			}
+		}
+	}
+	for _, f := range fws {
+		if sb := owner[f.ChildIP]; sb != nil {
+			sb.forwards = append(sb.forwards, f)
+			continue
+		}
+		if err := m.drv.Unpublish(ctx, f); err != nil {
+			m.log.Warn("removing a stale port forward", "host-port", f.HostPort, "err", err)
+		}
+	}
 }
 
 // Close stops the DNS servers. The driver's state dies with the detached

@@ -53,6 +53,9 @@ type Driver interface {
 	Publish(ctx context.Context, f Forward) (Forward, error)
 	// Unpublish removes a forward that Publish returned.
 	Unpublish(ctx context.Context, f Forward) error
+	// Forwards lists the forwards that are in place: with live restore,
+	// those an earlier engine published outlive it.
+	Forwards(ctx context.Context) ([]Forward, error)
 
 	// ListenDNS opens the embedded DNS server's sockets (UDP and TCP,
 	// port 53) on addr (IPv4 or IPv6), where the containers of a network

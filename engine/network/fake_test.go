@@ -187,6 +187,16 @@ func (f *fakeDriver) Unpublish(_ context.Context, fw Forward) error {
 	return nil
 }
 
+func (f *fakeDriver) Forwards(context.Context) ([]Forward, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]Forward, 0, len(f.forwards))
+	for _, fw := range f.forwards {
+		out = append(out, fw)
+	}
+	return out, nil
+}
+
 // ListenDNS listens on a random loopback port, udp and tcp alike. The
 // kernel picks the udp port; the tcp one of the same number may be taken
 // by another process on the machine, and then another port is tried.

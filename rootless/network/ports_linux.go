@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"strings"
 	"syscall"
 
@@ -108,4 +109,36 @@ func (d *Driver) Unpublish(ctx context.Context, f enet.Forward) error {
 		return nil
 	}
 	return err
+}
+
+// Forwards implements engine/network.Driver: the port driver's parent
+// side (hutch-ns) keeps its forwards as long as it runs, which with live
+// restore is longer than an engine.
+func (d *Driver) Forwards(ctx context.Context) ([]enet.Forward, error) {
+	if d.ports == nil {
+		return nil, nil
+	}
+	sts, err := d.ports.PortManager().ListPorts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]enet.Forward, 0, len(sts))
+	for _, st := range sts {
+		f := enet.Forward{
+			ID:        st.ID,
+			Proto:     strings.TrimRight(st.Spec.Proto, "46"),
+			HostPort:  uint16(st.Spec.ParentPort),
+			ChildPort: uint16(st.Spec.ChildPort),
+		}
+		f.HostPortEnd = f.HostPort
+		if a, err := netip.ParseAddr(st.Spec.ParentIP); err == nil {
+			f.HostIP = a.Unmap()
+		}
+		if a, err := netip.ParseAddr(st.Spec.ChildIP); err == nil {
+			f.ChildIP = a.Unmap()
+		}
+		f.DualStack = !f.HostIP.IsValid() && d.ipv6
+		out = append(out, f)
+	}
+	return out, nil
 }

@@ -1,0 +1,96 @@
+package keeper
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// Version is the protocol's version. A keeper refuses a request of
+// another version with an error that names both, so the client can say
+// what to do (stop the containers, or start the matching daemon).
+const Version = 1
+
+// SocketName is the keeper's socket in the daemon's state dir.
+const SocketName = "keeper.sock"
+
+// Request asks the keeper to run an engine.
+type Request struct {
+	V int `json:"v"`
+	// Op is "run".
+	Op string `json:"op"`
+	// Engine is the binary to run, Args its argv (Args[0] included) and
+	// Env its environment; the keeper adds the namespaces' own keys.
+	Engine string   `json:"engine"`
+	Args   []string `json:"args"`
+	Env    []string `json:"env"`
+}
+
+// Reply is the keeper's answer: PID once the engine started, Exit (its
+// status, 128+signal when killed) once it ended, or Err.
+type Reply struct {
+	V    int    `json:"v"`
+	PID  int    `json:"pid,omitempty"`
+	Exit *int   `json:"exit,omitempty"`
+	Err  string `json:"err,omitempty"`
+}
+
+// ErrVersion is a keeper's answer to a request of another version.
+var ErrVersion = errors.New("keeper protocol version mismatch")
+
+// sendFiles writes one byte carrying files' descriptors.
+func sendFiles(c *net.UnixConn, files []*os.File) error {
+	fds := make([]int, len(files))
+	for i, f := range files {
+		fds[i] = int(f.Fd())
+	}
+	_, _, err := c.WriteMsgUnix([]byte{0}, unix.UnixRights(fds...), nil)
+	return err
+}
+
+// recvFiles reads the byte sendFiles wrote and returns its n descriptors.
+func recvFiles(c *net.UnixConn, n int) ([]*os.File, error) {
+	oob := make([]byte, unix.CmsgSpace(n*4))
+	buf := make([]byte, 1)
+	_, oobn, _, _, err := c.ReadMsgUnix(buf, oob)
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil {
+		return nil, err
+	}
+	var fds []int
+	for _, m := range msgs {
+		got, err := unix.ParseUnixRights(&m)
+		if err != nil {
+			return nil, err
+		}
+		fds = append(fds, got...)
+	}
+	files := make([]*os.File, 0, len(fds))
+	for i, fd := range fds {
+		unix.CloseOnExec(fd)
+		files = append(files, os.NewFile(uintptr(fd), fmt.Sprintf("client-fd-%d", i)))
+	}
+	if len(files) != n {
+		for _, f := range files {
+			f.Close()
+		}
+		return nil, fmt.Errorf("got %d descriptors, want %d", len(files), n)
+	}
+	return files, nil
+}
+
+func writeJSON(c net.Conn, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = c.Write(append(b, '\n'))
+	return err
+}
