@@ -3,10 +3,13 @@
 package integration
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -103,4 +106,151 @@ func TestLiveRestoreKill9(t *testing.T) {
 	d2.Stop()
 	waitKeeperGone(t, keeper, 15*time.Second)
 	t.Logf("first:\n%s\nsecond:\n%s", d.Log(), d2.Log())
+}
+
+// waitExitFile waits until the shim of container id has recorded its
+// exit (exit.json beside its record): the container ended, with no engine
+// to tell.
+func waitExitFile(t *testing.T, d *daemon, id string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if m, _ := filepath.Glob(filepath.Join(d.Data, "hutch", "*", id, "exit.json")); len(m) > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no exit.json for %s", id)
+		}
+	}
+}
+
+// Through a kill -9 of the engine and then a graceful restart into
+// another build of the binaries, containers on a user network and on the
+// default bridge stay reachable on their published ports and by name,
+// and keep working with the API afterwards (exec, logs, attach, stats,
+// wait); a container that ends while no engine runs has its exit code
+// recorded.
+func TestLiveRestoreNetworksAndUpgrade(t *testing.T) {
+	d, ref := pulled(t, "--live-restore")
+	dockerOK(t, d, "network", "create", "keepnet")
+	userAddr, bridgeAddr := freeLoopbackAddr(t), freeLoopbackAddr(t)
+	serve := func(body string) string {
+		return "mkdir -p /www && echo " + body + " > /www/index.html && exec httpd -f -p 80 -h /www"
+	}
+	dockerOK(t, d, "run", "-d", "--name", "web", "--network", "keepnet", "-p", userAddr+":80", ref, "sh", "-c", serve("user"))
+	dockerOK(t, d, "run", "-d", "--name", "bweb", "-p", bridgeAddr+":80", ref, "sh", "-c", serve("bridge"))
+	dockerOK(t, d, "run", "-d", "--name", "client", "--network", "keepnet", ref, "sleep", "600")
+	dockerOK(t, d, "run", "-d", "-i", "--name", "echoer", ref, "sh", "-c", "read l; echo got $l; exit 3")
+	trig := t.TempDir()
+	os.Chmod(trig, 0o777)
+	exiterID := dockerOK(t, d, "run", "-d", "--name", "exiter", "-v", trig+":/trig", ref,
+		"sh", "-c", "until [ -e /trig/go ]; do sleep 0.1; done; exit 7")
+	reachable := func(when string) {
+		t.Helper()
+		if body, err := liveGet("http://" + userAddr + "/index.html"); body != "user" {
+			t.Errorf("user network's published port %s: %q, %v", when, body, err)
+		}
+		if body, err := liveGet("http://" + bridgeAddr + "/index.html"); body != "bridge" {
+			t.Errorf("default bridge's published port %s: %q, %v", when, body, err)
+		}
+	}
+	byName := func(dd *daemon, when string) {
+		t.Helper()
+		get := "for i in $(seq 50); do echo -e 'GET /index.html HTTP/1.0\\r\\n\\r\\n' | nc web 80 && exit 0; sleep 0.1; done; exit 1"
+		if out, err := dd.Docker(t, "exec", "client", "sh", "-c", get); !strings.Contains(out, "user") {
+			t.Errorf("web by name from client %s: %q, %v", when, out, err)
+		}
+		if out, err := dd.Docker(t, "run", "--rm", "--network", "keepnet", ref, "sh", "-c", get); !strings.Contains(out, "user") {
+			t.Errorf("web by name from a new container %s: %q, %v", when, out, err)
+		}
+	}
+	reachable("before the kill")
+	byName(d, "before the kill")
+	keeper := keeperPid(d)
+
+	killDaemons(t, d)
+	reachable("while no engine runs")
+	if err := os.WriteFile(filepath.Join(trig, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitExitFile(t, d, exiterID)
+
+	d2 := startDaemonEnv(t, d.env, d.Socket, "--live-restore")
+	d2.Runtime, d2.Data = d.Runtime, d.Data
+	state := func(dd *daemon, name string) string {
+		return dockerOK(t, dd, "inspect", "--format", "{{.State.Status}} {{.State.ExitCode}}", name)
+	}
+	for _, name := range []string{"web", "bweb", "client", "echoer"} {
+		if got := state(d2, name); got != "running 0" {
+			t.Errorf("%s after the kill and restart: %q, want running 0", name, got)
+		}
+	}
+	if got := state(d2, "exiter"); got != "exited 7" {
+		t.Errorf("exiter, which ended while no engine ran: %q, want exited 7", got)
+	}
+	reachable("after the restart")
+	byName(d2, "after the restart")
+	if out := dockerOK(t, d2, "stats", "--no-stream", "--format", "{{.Name}}", "web"); out != "web" {
+		t.Errorf("stats of an adopted container: %q", out)
+	}
+
+	// A graceful stop leaves them running; the next daemon runs from
+	// another copy of the binaries, as after an upgrade, under the same
+	// keeper.
+	d2.Stop()
+	if got := keeperPid(d2); got != keeper {
+		t.Fatalf("keeper %d after a graceful stop, want %d", got, keeper)
+	}
+	reachable("after a graceful stop")
+	newBuild := t.TempDir()
+	for _, b := range []string{"hutch", "hutch-ns", "hutch-shim", "hutch-runtime", "hutch-init"} {
+		src, err := os.ReadFile(filepath.Join(filepath.Dir(hutchBin(t)), b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(newBuild, b), src, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := append(slices.Clone(d.env), "HUTCH_SHIM="+filepath.Join(newBuild, "hutch-shim"))
+	d3 := startDaemonCmd(t, env, d.Socket, exec.Command(filepath.Join(newBuild, "hutch"), "daemon", "--live-restore"))
+	d3.Runtime, d3.Data = d.Runtime, d.Data
+	engines := 0
+	for _, p := range descendants(t, keeper) {
+		if args := cmdline(p); len(args) > 1 && args[1] == "daemon" {
+			engines++
+			if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", p)); filepath.Dir(exe) != newBuild {
+				t.Errorf("the engine runs %s, want the new build in %s", exe, newBuild)
+			}
+		}
+	}
+	if engines != 1 {
+		t.Errorf("%d engines under the keeper, want 1", engines)
+	}
+	for _, name := range []string{"web", "bweb", "client", "echoer"} {
+		if got := state(d3, name); got != "running 0" {
+			t.Errorf("%s after the upgrade: %q, want running 0", name, got)
+		}
+	}
+	reachable("after the upgrade")
+	byName(d3, "after the upgrade")
+	if out := dockerOK(t, d3, "exec", "web", "cat", "/www/index.html"); out != "user" {
+		t.Errorf("exec after the upgrade: %q", out)
+	}
+	attach := exec.Command(dockerCLI(t), "attach", "echoer")
+	attach.Env = append(os.Environ(), "DOCKER_HOST="+d3.Host())
+	attach.Stdin = strings.NewReader("hello\n")
+	out, err := attach.CombinedOutput()
+	if !strings.Contains(string(out), "got hello") {
+		t.Errorf("attach after the upgrade: %q, %v", out, err)
+	}
+	if got := dockerOK(t, d3, "wait", "echoer"); got != "3" {
+		t.Errorf("wait after the upgrade: %q, want 3", got)
+	}
+	if got := dockerOK(t, d3, "logs", "echoer"); got != "got hello" {
+		t.Errorf("logs after the upgrade: %q", got)
+	}
+	dockerOK(t, d3, "rm", "-f", "web", "bweb", "client", "echoer", "exiter")
+	dockerOK(t, d3, "network", "rm", "keepnet")
+	d3.Stop()
+	waitKeeperGone(t, keeper, 15*time.Second)
 }

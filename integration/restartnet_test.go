@@ -10,15 +10,16 @@ import (
 	"time"
 )
 
-// After a kill -9 of the daemon, a container adopted again has lost its
-// network: the rootless daemon's namespaces are new at each start, and the
-// container's interfaces went with the old ones. It must not stay
+// Without live restore, after a kill -9 of the daemon, a container adopted
+// again has lost its network: the rootless daemon's namespaces are new at
+// each start, and the container's interfaces went with the old ones
+// (TestLiveRestoreKill9 keeps them). It must not stay
 // "running" at addresses nothing reaches (compose up -d would leave it so):
 // the restart stops it, as Docker without live-restore stops every
 // container it finds alive, and a start brings it back on its network, by name
 // and on its published port.
 func TestRestartEndsNetworklessContainers(t *testing.T) {
-	d, ref := pulled(t)
+	d, ref := pulled(t, "--live-restore=false")
 	dockerOK(t, d, "network", "create", "keepnet")
 	addr := freeLoopbackAddr(t)
 	dockerOK(t, d, "run", "-d", "--name", "web", "--network", "keepnet", "--stop-timeout", "1", "-p", addr+":80", ref,
@@ -39,7 +40,7 @@ func TestRestartEndsNetworklessContainers(t *testing.T) {
 
 	killDaemons(t, d)
 
-	d2 := startDaemonEnv(t, d.env, d.Socket)
+	d2 := startDaemonEnv(t, d.env, d.Socket, "--live-restore=false")
 	// Stopped before the API answers: its stop signal, then SIGKILL (httpd
 	// as pid 1 ignores SIGTERM) after its stop timeout.
 	if st := dockerOK(t, d2, "inspect", "--format", "{{.State.Status}} {{.State.ExitCode}}", "web"); st != "exited 137" {
@@ -57,7 +58,7 @@ func TestRestartEndsNetworklessContainers(t *testing.T) {
 	dockerOK(t, d2, "network", "rm", "keepnet")
 }
 
-// After a kill -9 of the daemon: a --network host container is in the
+// Without live restore, after a kill -9 of the daemon: a --network host container is in the
 // host's namespace, where the engine lives, not in the daemon's own: it
 // outlives the daemon with its network and stays adopted, reachable and
 // controllable. A --network container:<web> container shares web's
@@ -66,7 +67,7 @@ func TestRestartEndsNetworklessContainers(t *testing.T) {
 // web's new one. One joined to a --network none container loses nothing
 // and stays, with its owner.
 func TestRestartHostAndJoinedContainers(t *testing.T) {
-	d, ref := pulled(t)
+	d, ref := pulled(t, "--live-restore=false")
 	dockerOK(t, d, "network", "create", "keepnet")
 	dockerOK(t, d, "run", "-d", "--name", "web", "--network", "keepnet", "--stop-timeout", "1", ref,
 		"sh", "-c", "mkdir -p /www && echo up > /www/index.html && exec httpd -f -p 80 -h /www")
@@ -98,7 +99,7 @@ func TestRestartHostAndJoinedContainers(t *testing.T) {
 	}
 
 	killDaemons(t, d)
-	d2 := startDaemonEnv(t, d.env, d.Socket)
+	d2 := startDaemonEnv(t, d.env, d.Socket, "--live-restore=false")
 
 	state := func(name string) string {
 		return dockerOK(t, d2, "inspect", "--format", "{{.State.Status}} {{.State.ExitCode}}", name)
