@@ -48,6 +48,11 @@ func Run(ctx context.Context, f config.Flags) error {
 		if !ok {
 			return errors.New("started inside a rootlesskit namespace without hutch's configuration: start `hutch daemon` on the host")
 		}
+		cleanup, err := kept(c)
+		if err != nil {
+			return err
+		}
+		defer cleanup()
 		return runEngine(ctx, c, logging.New(c.LogLevel))
 	}
 	c, err := config.Resolve(f)
@@ -94,7 +99,7 @@ func Run(ctx context.Context, f config.Flags) error {
 	}
 	os.Setenv(config.EnvConfig, c.Encode())
 	if c.LiveRestore {
-		return runKept(c, idmap, log)
+		return runKept(inst, c, idmap, log)
 	}
 	return execNamespaces(inst, c, idmap)
 }

@@ -1,23 +1,22 @@
 package daemon
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/hutch-engine/hutch/config"
-	"github.com/hutch-engine/hutch/internal/logging"
 	"github.com/hutch-engine/hutch/rootless"
 	"github.com/hutch-engine/hutch/rootless/keeper"
+	"github.com/hutch-engine/hutch/rootless/nsenter"
+	"golang.org/x/sys/unix"
 )
 
 // keeperStart bounds how long a new keeper may take to set the namespaces
@@ -26,27 +25,25 @@ const keeperStart = 30 * time.Second
 
 // runKept is `hutch daemon` on the host with live restore: the namespaces
 // belong to a keeper that outlives the engine (package rootless/keeper).
-// It finds the keeper a previous daemon left, or starts one, asks it to
-// run this binary as the engine with this process's stdio, forwards the
-// stop signals to the engine and exits with its status. This process
-// keeps the instance lock meanwhile; its death (kill -9) makes the keeper
-// kill the engine, and the containers keep running.
-func runKept(c *config.Config, idmap rootless.IDMap, log *slog.Logger) error {
+// It finds the keeper a previous daemon left, or starts one, takes a
+// lease on its namespaces and re-executes this binary into them
+// (rootless/nsenter), keeping its pid, stdio and the instance lock: the
+// daemon's host process becomes the engine, and nothing waits beside it.
+// It returns only on failure.
+func runKept(inst *instance, c *config.Config, idmap rootless.IDMap, log *slog.Logger) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	req := keeper.Request{Engine: self, Args: os.Args, Env: os.Environ()}
-	stdio := [3]*os.File{os.Stdin, os.Stdout, os.Stderr}
-	var eng *keeper.Engine
+	var l *keeper.Lease
 	for attempt := 0; ; attempt++ {
 		conn, err := keeper.Dial(c.StateDir)
 		if err == nil {
-			log.Info("live restore: the namespaces of an earlier engine are kept; starting the engine in them")
-		} else if conn, err = startKeeper(c, idmap, self); err != nil {
+			log.Info("live restore: the namespaces of an earlier engine are kept; entering them")
+		} else if conn, err = startKeeper(c, idmap); err != nil {
 			return err
 		}
-		eng, err = keeper.Start(conn, req, stdio)
+		l, err = keeper.Enter(conn)
 		if err == nil {
 			break
 		}
@@ -56,36 +53,83 @@ func runKept(c *config.Config, idmap rootless.IDMap, log *slog.Logger) error {
 			return fmt.Errorf("live restore: %w", err)
 		}
 	}
-	sigc := make(chan os.Signal, 4)
-	signal.Notify(sigc, syscall.SIGTERM, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGHUP)
-	defer signal.Stop(sigc)
-	go func() {
-		for s := range sigc {
-			syscall.Kill(eng.PID, s.(syscall.Signal))
-		}
-	}()
-	code, err := eng.Wait()
-	switch {
-	case err != nil:
+	defer l.Close()
+	lease, err := l.Conn.File()
+	if err != nil {
 		return err
-	case code != 0:
-		return engineStatus(code)
 	}
-	return nil
+	defer lease.Close()
+	fds := []uintptr{inst.lock.Fd(), lease.Fd(), l.UserNS.Fd(), l.MountNS.Fd()}
+	for _, fd := range fds {
+		if _, err := unix.FcntlInt(fd, unix.F_SETFD, 0); err != nil {
+			return fmt.Errorf("live restore: %w", err)
+		}
+	}
+	env := mergeEnv(os.Environ(), append(l.Env,
+		fmt.Sprintf("%s=%d,%d", nsenter.EnvNSEnter, fds[2], fds[3]),
+		fmt.Sprintf("%s=%d,%d", envKept, fds[0], fds[1]),
+	))
+	err = syscall.Exec(self, os.Args, env)
+	for _, fd := range fds {
+		unix.FcntlInt(fd, unix.F_SETFD, unix.FD_CLOEXEC)
+	}
+	return fmt.Errorf("live restore: exec %s: %w", self, err)
 }
 
-// engineStatus is the engine's non-zero exit status, which `hutch daemon`
-// exits with.
-type engineStatus int
+// envKept carries, into the engine that runKept became, the descriptors
+// of the instance lock and of the keeper's lease ("lock,lease").
+const envKept = "_HUTCH_KEPT"
 
-func (e engineStatus) Error() string { return fmt.Sprintf("engine exited with status %d", int(e)) }
-func (e engineStatus) ExitCode() int { return int(e) }
+// kept is, in an engine that runKept re-executed into a keeper's
+// namespaces, the clean-up of what it inherited: the lock and the lease
+// stay open for its life but reach none of its children (shims outlive
+// it), and the pid file goes at its exit, as hutch-ns removes it without
+// live restore. It returns nil in any other engine.
+func kept(c *config.Config) (cleanup func(), err error) {
+	v, ok := os.LookupEnv(envKept)
+	os.Unsetenv(envKept)
+	entered := nsenter.Entered()
+	if !ok {
+		return func() {}, nil
+	}
+	if !entered {
+		return nil, fmt.Errorf("%s without %s: not started by hutch daemon", envKept, nsenter.EnvNSEnter)
+	}
+	var lock, lease int
+	if _, err := fmt.Sscanf(v, "%d,%d", &lock, &lease); err != nil {
+		return nil, fmt.Errorf("%s=%q: %w", envKept, v, err)
+	}
+	for _, fd := range []int{lock, lease} {
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC); err != nil {
+			return nil, fmt.Errorf("%s: descriptor %d: %w", envKept, fd, err)
+		}
+	}
+	pidFile := filepath.Join(c.StateDir, "hutch.pid")
+	return func() { os.Remove(pidFile) }, nil
+}
+
+// mergeEnv is env with the keys of over replaced by over's values (a
+// process that reads its environment takes a key's first value).
+func mergeEnv(env, over []string) []string {
+	keys := map[string]bool{}
+	for _, kv := range over {
+		k, _, _ := strings.Cut(kv, "=")
+		keys[k] = true
+	}
+	out := make([]string, 0, len(env)+len(over))
+	for _, kv := range env {
+		if k, _, _ := strings.Cut(kv, "="); !keys[k] {
+			out = append(out, kv)
+		}
+	}
+	return append(out, over...)
+}
 
 // startKeeper starts hutch-ns as a keeper, in a session of its own and
 // with its output in the state dir's keeper.log (it outlives this
 // process, so it holds none of its stdio), and connects to it once it
 // listens.
-func startKeeper(c *config.Config, idmap rootless.IDMap, self string) (*net.UnixConn, error) {
+func startKeeper(c *config.Config, idmap rootless.IDMap) (*net.UnixConn, error) {
 	bin, err := helperBinary("hutch-ns", "HUTCH_NS")
 	if err != nil {
 		return nil, err
@@ -95,7 +139,6 @@ func startKeeper(c *config.Config, idmap rootless.IDMap, self string) (*net.Unix
 			StateDir: filepath.Join(c.StateDir, "rootlesskit"),
 			IDMap:    idmap,
 			Network:  c.Network,
-			Engine:   self,
 		},
 		LockFD:   -1,
 		LogLevel: c.LogLevel,
@@ -137,21 +180,4 @@ func startKeeper(c *config.Config, idmap rootless.IDMap, self string) (*net.Unix
 			return nil, fmt.Errorf("the namespaces' keeper did not listen within %s (its log: %s)", keeperStart, logPath)
 		}
 	}
-}
-
-// Keep is the namespace child of a live-restore daemon after its set-up
-// (rootless/child): it keeps the namespaces and starts the engines that
-// `hutch daemon` asks for, until none runs and no container is left.
-func Keep(stateDir string) int {
-	level := "info"
-	if c, ok, _ := config.Inherited(); ok {
-		level = c.LogLevel
-	}
-	log := logging.New(level)
-	err := keeper.Serve(context.Background(), keeper.Options{StateDir: stateDir, Env: rootless.InsideEnv(), Logger: log})
-	if err != nil {
-		log.Error("keeper", "err", err)
-		return 1
-	}
-	return 0
 }

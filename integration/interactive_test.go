@@ -128,7 +128,7 @@ func TestIgnoredSignalsNotInherited(t *testing.T) {
 	ref := busybox(t)
 	env, rt, data := daemonEnv(t)
 	d := startDaemonCmd(t, env, filepath.Join(rt, "hutch.sock"),
-		exec.Command("sh", "-c", `trap "" HUP INT; exec "$0" daemon`, hutchBin(t)))
+		exec.Command("sh", "-c", `trap "" HUP INT; exec "$0" daemon --live-restore=false`, hutchBin(t)))
 	d.Runtime, d.Data = rt, data
 	if out, err := d.Docker(t, "pull", "-q", ref); err != nil {
 		t.Fatalf("docker pull: %v\n%s", err, out)
@@ -147,8 +147,9 @@ func TestIgnoredSignalsNotInherited(t *testing.T) {
 		t.Fatalf("no SigIgn in %q", status)
 		return 0
 	}
-	// The engine, hutch-ns's child, started before hutch-ns catches
-	// signals to forward them, and so with both still ignored.
+	// The engine, hutch-ns's child without live restore, started before
+	// hutch-ns catches signals to forward them, and so with both still
+	// ignored.
 	// Each thread lists the children it started: Go starts a process from
 	// whichever thread runs the goroutine.
 	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", d.cmd.Process.Pid))

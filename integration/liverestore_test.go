@@ -44,6 +44,25 @@ func keeperPid(d *daemon) int {
 	return pid
 }
 
+// keeperChild is the keeper's namespace child, which holds the namespaces.
+func keeperChild(t *testing.T, keeper int) int {
+	t.Helper()
+	kids := descendants(t, keeper)
+	for _, p := range kids {
+		if nsOf(p, "user") != nsOf(keeper, "user") {
+			return p
+		}
+	}
+	t.Fatalf("the keeper %d has no child in a namespace of its own: %v", keeper, kids)
+	return 0
+}
+
+// nsOf is process pid's namespace of kind ("user", "mnt"), "" if unknown.
+func nsOf(pid int, kind string) string {
+	ns, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/%s", pid, kind))
+	return ns
+}
+
 // waitKeeperGone waits until the keeper pid has exited, and fails the
 // test if it has not within limit.
 func waitKeeperGone(t *testing.T, pid int, limit time.Duration) {
@@ -214,17 +233,13 @@ func TestLiveRestoreNetworksAndUpgrade(t *testing.T) {
 	env := append(slices.Clone(d.env), "HUTCH_SHIM="+filepath.Join(newBuild, "hutch-shim"))
 	d3 := startDaemonCmd(t, env, d.Socket, exec.Command(filepath.Join(newBuild, "hutch"), "daemon", "--live-restore"))
 	d3.Runtime, d3.Data = d.Runtime, d.Data
-	engines := 0
-	for _, p := range descendants(t, keeper) {
-		if args := cmdline(p); len(args) > 1 && args[1] == "daemon" {
-			engines++
-			if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", p)); filepath.Dir(exe) != newBuild {
-				t.Errorf("the engine runs %s, want the new build in %s", exe, newBuild)
-			}
-		}
+	// The new daemon's process is the engine, in the keeper's namespaces.
+	engine := d3.cmd.Process.Pid
+	if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", engine)); filepath.Dir(exe) != newBuild {
+		t.Errorf("the engine runs %s, want the new build in %s", exe, newBuild)
 	}
-	if engines != 1 {
-		t.Errorf("%d engines under the keeper, want 1", engines)
+	if got, want := nsOf(engine, "user"), nsOf(keeperChild(t, keeper), "user"); got == "" || got != want {
+		t.Errorf("the engine's user namespace %q, the keeper's %q", got, want)
 	}
 	for _, name := range []string{"web", "bweb", "client", "echoer"} {
 		if got := state(d3, name); got != "running 0" {

@@ -34,8 +34,9 @@ func (h Handover) Env() (string, error) {
 }
 
 // keepMain is hutch-ns as a keeper: rootlesskit's parent (slirp4netns, the
-// port driver's parent side) for a namespace child that keeps the user
-// and mount namespaces and starts the engines (package rootless/keeper).
+// port driver's parent side) for a namespace child, hutch-ns again, that
+// keeps the user and mount namespaces for the engines (package
+// rootless/keeper).
 // It holds keeper.lock in the state dir while it runs, so that a keeper
 // that is still ending and a new one never share rootlesskit's state dir.
 func keepMain(h Handover) int {
@@ -56,6 +57,12 @@ func keepMain(h Handover) int {
 	}
 	defer os.Remove(pidFile)
 	os.Setenv(envKeeper, h.Keeper)
+	os.Setenv(envKeeperLog, h.LogLevel)
+	// The namespace child is this binary again (cmd/hutch-ns dispatches
+	// it to the keeper), also in single-UID mode.
+	if exe, err := os.Executable(); err == nil {
+		h.Parent.Engine = exe
+	}
 	h.Parent.Logger = logging.New(h.LogLevel)
 	return exitCode(RunParent(context.Background(), h.Parent))
 }

@@ -26,9 +26,10 @@ const (
 	// envEngine is the hutch binary the namespace child runs as the engine.
 	envEngine = "_HUTCH_ENGINE"
 	// envKeeper is the daemon's state dir in a namespace child that keeps
-	// the namespaces for the engines it starts (live restore, package
-	// rootless/keeper) instead of serving as the engine itself.
-	envKeeper = "_HUTCH_KEEPER"
+	// the namespaces for the engines (live restore, package
+	// rootless/keeper), and envKeeperLog its log level.
+	envKeeper    = "_HUTCH_KEEPER"
+	envKeeperLog = "_HUTCH_KEEPER_LOG"
 )
 
 // Role is the part a process plays in the tree.
@@ -55,13 +56,11 @@ func CurrentRole() Role {
 	return Host
 }
 
-// Keeper returns the state dir when this process, the namespace child
-// after its set-up, is the keeper of a live-restore daemon, and unsets the
-// key so that nothing it starts inherits it.
-func Keeper() (stateDir string, ok bool) {
+// KeeperChild returns the state dir and log level when this process is
+// the namespace child of a live-restore daemon's keeper (hutch-ns).
+func KeeperChild() (stateDir, logLevel string, ok bool) {
 	v := os.Getenv(envKeeper)
-	os.Unsetenv(envKeeper)
-	return v, v != ""
+	return v, os.Getenv(envKeeperLog), v != "" && CurrentRole() == Child
 }
 
 // InsideEnv is the environment (KEY=value) that tells a process started

@@ -11,9 +11,10 @@ import (
 	"runtime"
 	"syscall"
 
-	"github.com/hutch-engine/hutch/daemon"
-	"github.com/hutch-engine/hutch/rootless"
 	"github.com/hutch-engine/hutch/rootless/child"
+	// With live restore, `hutch daemon` re-executes itself into the
+	// kept namespaces: this package's constructor enters them.
+	_ "github.com/hutch-engine/hutch/rootless/nsenter"
 	"github.com/hutch-engine/hutch/version"
 	"github.com/urfave/cli/v2"
 	"go.podman.io/storage/pkg/reexec"
@@ -37,11 +38,6 @@ func main() {
 	if err := child.Setup(); err != nil {
 		fmt.Fprintf(os.Stderr, "hutch: namespace child: %v\n", err)
 		os.Exit(1)
-	}
-	// With live restore, the namespace child keeps the namespaces and
-	// starts the engines.
-	if dir, ok := rootless.Keeper(); ok {
-		os.Exit(daemon.Keep(dir))
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

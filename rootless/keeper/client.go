@@ -19,78 +19,66 @@ func Dial(stateDir string) (*net.UnixConn, error) {
 	return net.DialUnix("unix", nil, addr)
 }
 
-// Engine is an engine a keeper runs for this client.
-type Engine struct {
-	// PID is the engine's process id (the host's: no pid namespace).
-	PID  int
-	conn *net.UnixConn
-	dec  *json.Decoder
+// Lease is an engine's hold on the keeper's namespaces.
+type Lease struct {
+	// UserNS and MountNS are the keeper's namespaces, to setns into.
+	UserNS, MountNS *os.File
+	Reply
+	// Conn is the lease itself: the engine keeps it open while it runs.
+	Conn *net.UnixConn
 }
 
-// ErrKeeperGone is returned by Start when the keeper closed the
-// connection before it started the engine: it was ending because no
-// container ran. A new keeper can be started.
-var ErrKeeperGone = errors.New("the keeper ended before it started the engine")
+// ErrKeeperGone is returned by Enter when the keeper closed the
+// connection before it answered: it was ending because no container
+// ran. A new keeper can be started.
+var ErrKeeperGone = errors.New("the keeper ended before it answered")
 
-// Start asks the keeper on conn to run req's engine with stdio (stdin,
-// stdout, stderr) and returns once it runs. conn belongs to the Engine
-// from then on: closing it (or this process's death) kills the engine.
-func Start(conn *net.UnixConn, req Request, stdio [3]*os.File) (*Engine, error) {
-	req.V = Version
-	if req.Op == "" {
-		req.Op = "run"
-	}
-	if err := sendFiles(conn, stdio[:]); err != nil {
+// Enter asks the keeper on conn for its namespaces. The lease owns conn.
+func Enter(conn *net.UnixConn) (*Lease, error) {
+	fail := func(err error) (*Lease, error) {
 		conn.Close()
-		return nil, gone(err)
-	}
-	if err := writeJSON(conn, req); err != nil {
-		conn.Close()
-		return nil, gone(err)
-	}
-	e := &Engine{conn: conn, dec: json.NewDecoder(bufio.NewReader(conn))}
-	var r Reply
-	if err := e.dec.Decode(&r); err != nil {
-		conn.Close()
-		return nil, gone(err)
-	}
-	if r.Err != "" {
-		conn.Close()
-		if r.V != Version {
-			return nil, fmt.Errorf("%w: %s", ErrVersion, r.Err)
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || isConnReset(err) {
+			return nil, fmt.Errorf("%w (%v)", ErrKeeperGone, err)
 		}
+		return nil, err
+	}
+	if err := writeJSON(conn, Request{V: Version, Op: "enter"}); err != nil {
+		return fail(err)
+	}
+	files, err := recvFiles(conn, 2)
+	if err != nil {
+		return fail(err)
+	}
+	closeAll := func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}
+	var r Reply
+	if err := json.NewDecoder(bufio.NewReader(conn)).Decode(&r); err != nil {
+		closeAll()
+		return fail(err)
+	}
+	switch {
+	case r.Err != "" && r.V != Version:
+		closeAll()
+		conn.Close()
+		return nil, fmt.Errorf("%w: %s", ErrVersion, r.Err)
+	case r.Err != "":
+		closeAll()
+		conn.Close()
 		return nil, errors.New(r.Err)
-	}
-	if r.PID <= 0 {
+	case len(files) != 2:
+		closeAll()
 		conn.Close()
-		return nil, fmt.Errorf("keeper answered no pid: %+v", r)
+		return nil, fmt.Errorf("the keeper sent %d namespace descriptors, want 2", len(files))
 	}
-	e.PID = r.PID
-	return e, nil
+	return &Lease{UserNS: files[0], MountNS: files[1], Reply: r, Conn: conn}, nil
 }
 
-// gone maps the errors of a connection the keeper closed to ErrKeeperGone.
-func gone(err error) error {
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || isConnReset(err) {
-		return fmt.Errorf("%w (%v)", ErrKeeperGone, err)
-	}
-	return err
-}
-
-// Wait returns the engine's exit status (128+signal when a signal ended
-// it) once it exits.
-func (e *Engine) Wait() (int, error) {
-	defer e.conn.Close()
-	var r Reply
-	for {
-		if err := e.dec.Decode(&r); err != nil {
-			return 0, fmt.Errorf("the keeper ended while the engine ran: %w", err)
-		}
-		if r.Err != "" {
-			return 0, errors.New(r.Err)
-		}
-		if r.Exit != nil {
-			return *r.Exit, nil
-		}
-	}
+// Close gives the lease back.
+func (l *Lease) Close() {
+	l.UserNS.Close()
+	l.MountNS.Close()
+	l.Conn.Close()
 }

@@ -1,22 +1,27 @@
 // Package keeper keeps a rootless daemon's namespaces alive between engine
-// processes (live restore). The keeper is the namespace child (the hutch
-// binary after rootless/child's set-up: it holds the user and mount
-// namespaces, the detached network namespace's bind mount and the port
-// driver's child side), under hutch-ns's parent (slirp4netns, the port
-// driver's parent side). It starts each engine itself, on the request of
-// a `hutch daemon` on the host, so the engine is born inside the
-// namespaces with no setns.
+// processes (live restore). The keeper is hutch-ns's namespace child: after
+// rootless/child's set-up it holds the user and mount namespaces (where
+// the detached network namespace is bind-mounted) and runs the port
+// driver's child side, under hutch-ns's parent (slirp4netns, the port
+// driver's parent side). It outlives each engine and exits once no engine
+// and no container needs it.
+//
+// An engine does not start inside the keeper: `hutch daemon` on the host
+// asks the keeper for its namespaces (descriptors of its user and mount
+// namespaces, and the environment that tells a process inside what part
+// it plays) and re-executes itself into them (package rootless/nsenter's
+// constructor enters them before the Go runtime starts threads). The
+// daemon's host process is then the engine, with its pid, stdio and lock,
+// and nothing waits beside it.
 //
 // The protocol, on the state dir's keeper.sock, is versioned (Version) and
-// meant to stay stable across upgrades: a newly built `hutch daemon` asks
-// a keeper started by an older build to run the new engine binary.
+// kept stable across upgrades: a newly built `hutch daemon` enters the
+// namespaces of a keeper an older build started.
 //
-//	client → keeper: one byte carrying stdin, stdout and stderr (SCM_RIGHTS),
-//	                 then a Request as one JSON line
-//	keeper → client: a Reply with PID once the engine started (or Err),
-//	                 then a Reply with Exit when it ended
+//	client → keeper: a Request as one JSON line
+//	keeper → client: one byte carrying the user and mount namespaces'
+//	                 descriptors (SCM_RIGHTS), then a Reply as one JSON line
 //
-// The client keeps the connection open while the engine runs: when it
-// closes (the daemon's host process was killed), the keeper kills the
-// engine, as the parent-death signal did before.
+// The client's connection is the engine's lease: the engine keeps it open
+// for its life, and the keeper serves the next client only once it closed.
 package keeper

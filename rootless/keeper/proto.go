@@ -18,25 +18,22 @@ const Version = 1
 // SocketName is the keeper's socket in the daemon's state dir.
 const SocketName = "keeper.sock"
 
-// Request asks the keeper to run an engine.
+// Request asks the keeper for its namespaces.
 type Request struct {
 	V int `json:"v"`
-	// Op is "run".
+	// Op is "enter".
 	Op string `json:"op"`
-	// Engine is the binary to run, Args its argv (Args[0] included) and
-	// Env its environment; the keeper adds the namespaces' own keys.
-	Engine string   `json:"engine"`
-	Args   []string `json:"args"`
-	Env    []string `json:"env"`
 }
 
-// Reply is the keeper's answer: PID once the engine started, Exit (its
-// status, 128+signal when killed) once it ended, or Err.
+// Reply carries what an engine needs to live in the keeper's namespaces.
 type Reply struct {
-	V    int    `json:"v"`
-	PID  int    `json:"pid,omitempty"`
-	Exit *int   `json:"exit,omitempty"`
-	Err  string `json:"err,omitempty"`
+	V int `json:"v"`
+	// PID is the keeper's pid (the namespace child's).
+	PID int `json:"pid,omitempty"`
+	// Env (KEY=value) tells a process inside which part it plays
+	// (rootless.InsideEnv).
+	Env []string `json:"env,omitempty"`
+	Err string   `json:"err,omitempty"`
 }
 
 // ErrVersion is a keeper's answer to a request of another version.
@@ -48,13 +45,18 @@ func sendFiles(c *net.UnixConn, files []*os.File) error {
 	for i, f := range files {
 		fds[i] = int(f.Fd())
 	}
-	_, _, err := c.WriteMsgUnix([]byte{0}, unix.UnixRights(fds...), nil)
+	var oob []byte
+	if len(fds) > 0 {
+		oob = unix.UnixRights(fds...)
+	}
+	_, _, err := c.WriteMsgUnix([]byte{0}, oob, nil)
 	return err
 }
 
-// recvFiles reads the byte sendFiles wrote and returns its n descriptors.
-func recvFiles(c *net.UnixConn, n int) ([]*os.File, error) {
-	oob := make([]byte, unix.CmsgSpace(n*4))
+// recvFiles reads the byte sendFiles wrote and returns its descriptors
+// (at most max).
+func recvFiles(c *net.UnixConn, max int) ([]*os.File, error) {
+	oob := make([]byte, unix.CmsgSpace(max*4))
 	buf := make([]byte, 1)
 	_, oobn, _, _, err := c.ReadMsgUnix(buf, oob)
 	if err != nil {
@@ -76,12 +78,6 @@ func recvFiles(c *net.UnixConn, n int) ([]*os.File, error) {
 	for i, fd := range fds {
 		unix.CloseOnExec(fd)
 		files = append(files, os.NewFile(uintptr(fd), fmt.Sprintf("client-fd-%d", i)))
-	}
-	if len(files) != n {
-		for _, f := range files {
-			f.Close()
-		}
-		return nil, fmt.Errorf("got %d descriptors, want %d", len(files), n)
 	}
 	return files, nil
 }

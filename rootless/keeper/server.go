@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -20,25 +19,27 @@ import (
 type Options struct {
 	// StateDir is the daemon's state dir, where the socket is.
 	StateDir string
-	// Env is added to every engine's environment, replacing the keys the
-	// request's has: the namespaces' own (rootless.InsideEnv).
+	// Env is handed to every engine: the namespaces' own keys
+	// (rootless.InsideEnv).
 	Env []string
 	// Keep reports whether something still needs the namespaces once no
-	// engine runs; Serve returns when it says no. Nil is HasShims.
+	// engine holds a lease; Serve returns when it says no. Nil is
+	// HasShims.
 	Keep func() bool
-	// Poll is how often Keep is asked while no engine runs (0: 1 s).
+	// Poll is how often Keep is asked while no engine runs (0: 250 ms).
 	Poll   time.Duration
 	Logger *slog.Logger
 }
 
-// Serve runs engines on request, one at a time, until none runs and
-// nothing is left to keep.
+// Serve hands its namespaces to engines, one lease at a time, until no
+// engine holds one and nothing is left to keep. It returns nil then, or
+// when ctx ends.
 func Serve(ctx context.Context, o Options) error {
 	if o.Keep == nil {
 		o.Keep = HasShims
 	}
 	if o.Poll == 0 {
-		o.Poll = time.Second
+		o.Poll = 250 * time.Millisecond
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -56,115 +57,84 @@ func Serve(ctx context.Context, o Options) error {
 	l.SetUnlinkOnClose(true)
 	defer l.Close()
 	served := false
-	for {
-		if ctx.Err() != nil {
-			return nil
-		}
+	for ctx.Err() == nil {
 		l.SetDeadline(time.Now().Add(o.Poll))
 		c, err := l.AcceptUnix()
 		if err != nil {
 			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				// The first engine is on its way: the daemon that started
-				// this keeper connects as soon as the socket is there.
-				if served && !o.Keep() {
-					o.Logger.Debug("keeper: no engine and no container: exiting")
-					return nil
-				}
-				continue
+			if !errors.As(err, &ne) || !ne.Timeout() {
+				return err
 			}
-			return err
+			// Until the first lease, the daemon that started this keeper
+			// is on its way.
+			if served && !o.Keep() {
+				o.Logger.Debug("keeper: no engine and no container left: exiting")
+				return nil
+			}
+			continue
 		}
-		served = true
-		serveOne(c, o)
-		if !o.Keep() {
+		if lease(c, o) {
+			served = true
+		}
+		if served && !o.Keep() {
 			o.Logger.Debug("keeper: the engine ended and no container runs: exiting")
 			return nil
 		}
 	}
+	return nil
 }
 
-// serveOne runs the engine one client asks for and reports its exit.
-func serveOne(c *net.UnixConn, o Options) {
+// lease hands the namespaces to one client and returns once its
+// connection closed (the engine ended). It reports whether a lease was
+// given.
+func lease(c *net.UnixConn, o Options) bool {
 	defer c.Close()
-	reply := func(r Reply) { r.V = Version; writeJSON(c, r) }
-	stdio, err := recvFiles(c, 3)
-	if err != nil {
-		reply(Reply{Err: "reading the stdio descriptors: " + err.Error()})
-		return
-	}
-	defer func() {
-		for _, f := range stdio {
-			f.Close()
-		}
-	}()
 	br := bufio.NewReader(c)
+	refuse := func(msg string) bool {
+		sendFiles(c, nil)
+		writeJSON(c, Reply{V: Version, Err: msg})
+		return false
+	}
 	var req Request
 	if err := json.NewDecoder(br).Decode(&req); err != nil {
-		reply(Reply{Err: "reading the request: " + err.Error()})
-		return
+		return refuse("reading the request: " + err.Error())
 	}
 	if req.V != Version {
-		reply(Reply{Err: fmt.Sprintf("the keeper speaks version %d, the request is version %d: stop the containers (the keeper then exits) or start the daemon whose build matches", Version, req.V)})
-		return
+		return refuse(fmt.Sprintf("the keeper speaks version %d, the daemon version %d: stop the running containers (the keeper then exits) or start the daemon of the keeper's build", Version, req.V))
 	}
-	if req.Op != "run" || req.Engine == "" || len(req.Args) == 0 {
-		reply(Reply{Err: fmt.Sprintf("bad request: op %q, engine %q", req.Op, req.Engine)})
-		return
+	if req.Op != "enter" {
+		return refuse(fmt.Sprintf("unknown op %q", req.Op))
 	}
-	cmd := &exec.Cmd{Path: req.Engine, Args: req.Args, Env: mergeEnv(req.Env, o.Env)}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio[0], stdio[1], stdio[2]
-	// The engine dies with the keeper: without it, the namespaces are gone.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		reply(Reply{Err: fmt.Sprintf("starting the engine: %v", err)})
-		return
-	}
-	o.Logger.Debug("keeper: engine started", "pid", cmd.Process.Pid, "binary", req.Engine)
-	reply(Reply{PID: cmd.Process.Pid})
-	// A client that goes away (killed) takes its engine along.
-	go func() {
-		buf := make([]byte, 64)
-		for {
-			if _, err := br.Read(buf); err != nil {
-				cmd.Process.Signal(syscall.SIGKILL)
-				return
+	var files []*os.File
+	for _, ns := range []string{"user", "mnt"} {
+		f, err := os.Open("/proc/self/ns/" + ns)
+		if err != nil {
+			for _, f := range files {
+				f.Close()
 			}
+			return refuse(err.Error())
 		}
-	}()
-	err = cmd.Wait()
-	code := 0
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		ws := ee.Sys().(syscall.WaitStatus)
-		code = ws.ExitStatus()
-		if ws.Signaled() {
-			code = 128 + int(ws.Signal())
-		}
-	default:
-		code = 1
+		files = append(files, f)
 	}
-	o.Logger.Debug("keeper: engine exited", "pid", cmd.Process.Pid, "status", code)
-	reply(Reply{Exit: &code})
-}
-
-// mergeEnv is env with the keys of over replaced by over's values.
-func mergeEnv(env, over []string) []string {
-	keys := map[string]bool{}
-	for _, kv := range over {
-		k, _, _ := strings.Cut(kv, "=")
-		keys[k] = true
+	err := sendFiles(c, files)
+	for _, f := range files {
+		f.Close()
 	}
-	out := make([]string, 0, len(env)+len(over))
-	for _, kv := range env {
-		k, _, _ := strings.Cut(kv, "=")
-		if !keys[k] {
-			out = append(out, kv)
+	if err != nil {
+		return false
+	}
+	if err := writeJSON(c, Reply{V: Version, PID: os.Getpid(), Env: o.Env}); err != nil {
+		return false
+	}
+	o.Logger.Debug("keeper: lease given")
+	// The engine holds the connection for its life and sends nothing.
+	buf := make([]byte, 64)
+	for {
+		if _, err := br.Read(buf); err != nil {
+			o.Logger.Debug("keeper: lease returned")
+			return true
 		}
 	}
-	return append(out, over...)
 }
 
 // ShimName is the process name (comm) of a container's shim.
