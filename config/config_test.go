@@ -152,3 +152,61 @@ func TestAddressPlan(t *testing.T) {
 		}
 	}
 }
+
+func TestResolveLiveRestore(t *testing.T) {
+	base := t.TempDir()
+	t.Setenv("XDG_RUNTIME_DIR", filepath.Join(base, "run"))
+	t.Setenv("XDG_DATA_HOME", filepath.Join(base, "data"))
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(base, "config"))
+	os.MkdirAll(filepath.Join(base, "run"), 0o700)
+	on, off := true, false
+	tests := []struct {
+		name string
+		file string // daemon.json; "" for none
+		flag *bool
+		want bool // rootless; real root never has it
+	}{
+		{"default", "", nil, true},
+		{"daemon.json off", `{"live-restore": false}`, nil, false},
+		{"daemon.json on", `{"live-restore": true}`, nil, true},
+		{"flag over daemon.json", `{"live-restore": false}`, &on, true},
+		{"flag off", "", &off, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfgFile := filepath.Join(base, "none.json")
+			if tt.file != "" {
+				cfgFile = filepath.Join(base, "daemon.json")
+				if err := os.WriteFile(cfgFile, []byte(tt.file), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c, err := Resolve(Flags{ConfigFile: cfgFile, LiveRestore: tt.flag})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := tt.want && !RealRoot(); c.LiveRestore != want {
+				t.Errorf("LiveRestore = %v, want %v", c.LiveRestore, want)
+			}
+			if len(c.Warnings) != 0 {
+				t.Errorf("warnings: %q (live-restore is a setting hutch reads)", c.Warnings)
+			}
+		})
+	}
+	if _, err := Resolve(Flags{ConfigFile: writeTemp(t, base, `{"live-restore": "yes"}`)}); err == nil {
+		t.Error(`"live-restore": "yes" accepted`)
+	}
+}
+
+func writeTemp(t *testing.T, dir, content string) string {
+	t.Helper()
+	f, err := os.CreateTemp(dir, "*.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(content); err != nil {
+		t.Fatal(err)
+	}
+	return f.Name()
+}

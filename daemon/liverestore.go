@@ -54,6 +54,15 @@ func runKept(inst *instance, c *config.Config, idmap rootless.IDMap, log *slog.L
 		}
 	}
 	defer l.Close()
+	// The namespaces are what the keeper made them: settings that shape
+	// them take effect once no container runs and the keeper is gone.
+	keptMap, keptNet := rootless.KeptShape(l.Env)
+	if keptMap != idmap || keptNet != c.Network {
+		log.Warn("WARNING: live restore: the running containers' namespaces were made with other settings, which stay until no container runs",
+			"idmap", keptMap, "network", keptNet, "asked-idmap", idmap, "asked-network", c.Network)
+		c.Network = keptNet
+		os.Setenv(config.EnvConfig, c.Encode())
+	}
 	lease, err := l.Conn.File()
 	if err != nil {
 		return err

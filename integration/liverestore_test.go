@@ -81,7 +81,13 @@ func waitKeeperGone(t *testing.T, pid int, limit time.Duration) {
 // runs; the next daemon adopts it with its network: the port, its name on
 // the network, exec.
 func TestLiveRestoreKill9(t *testing.T) {
-	d, ref := pulled(t, "--live-restore")
+	for _, mode := range []string{"auto", "single"} {
+		t.Run("idmap="+mode, func(t *testing.T) { liveRestoreKill9(t, "--idmap="+mode) })
+	}
+}
+
+func liveRestoreKill9(t *testing.T, idmap string) {
+	d, ref := pulled(t, "--live-restore", idmap)
 	if got := dockerOK(t, d, "info", "--format", "{{.LiveRestoreEnabled}}"); got != "true" {
 		t.Fatalf("LiveRestoreEnabled = %q", got)
 	}
@@ -102,7 +108,7 @@ func TestLiveRestoreKill9(t *testing.T) {
 		t.Errorf("published port while no engine runs: %q, %v", body, err)
 	}
 
-	d2 := startDaemonEnv(t, d.env, d.Socket, "--live-restore")
+	d2 := startDaemonEnv(t, d.env, d.Socket, "--live-restore", idmap)
 	d2.Runtime, d2.Data = d.Runtime, d.Data
 	if st := dockerOK(t, d2, "inspect", "--format", "{{.State.Status}}", "web"); st != "running" {
 		t.Errorf("web after the restart: %q, want running\n%s", st, d2.Log())
@@ -124,7 +130,6 @@ func TestLiveRestoreKill9(t *testing.T) {
 	dockerOK(t, d2, "network", "rm", "keepnet")
 	d2.Stop()
 	waitKeeperGone(t, keeper, 15*time.Second)
-	t.Logf("first:\n%s\nsecond:\n%s", d.Log(), d2.Log())
 }
 
 // waitExitFile waits until the shim of container id has recorded its
@@ -268,4 +273,35 @@ func TestLiveRestoreNetworksAndUpgrade(t *testing.T) {
 	dockerOK(t, d3, "network", "rm", "keepnet")
 	d3.Stop()
 	waitKeeperGone(t, keeper, 15*time.Second)
+}
+
+// live-restore false in daemon.json is Docker's default behaviour: /info
+// says so, no keeper runs, and the daemon's stop stops the containers.
+func TestLiveRestoreOffInDaemonJSON(t *testing.T) {
+	ref := busybox(t)
+	env, rt, data := daemonEnv(t)
+	conf := filepath.Join(t.TempDir(), "daemon.json")
+	if err := os.WriteFile(conf, []byte(`{"live-restore": false}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	start := func() *daemon {
+		d := startDaemonCmd(t, env, filepath.Join(rt, "hutch.sock"), exec.Command(hutchBin(t), "daemon", "--config-file", conf))
+		d.Runtime, d.Data = rt, data
+		return d
+	}
+	d := start()
+	if got := dockerOK(t, d, "info", "--format", "{{.LiveRestoreEnabled}}"); got != "false" {
+		t.Errorf("LiveRestoreEnabled = %q with live-restore false", got)
+	}
+	dockerOK(t, d, "pull", "-q", ref)
+	dockerOK(t, d, "run", "-d", "--name", "sleeper", "--stop-timeout", "1", ref, "sleep", "600")
+	if pid := keeperPid(d); pid != 0 {
+		t.Errorf("a keeper (pid %d) runs with live-restore false", pid)
+	}
+	d.Stop()
+	d2 := start()
+	if got := dockerOK(t, d2, "inspect", "--format", "{{.State.Status}}", "sleeper"); got != "exited" {
+		t.Errorf("sleeper after a stop without live restore: %q, want exited", got)
+	}
+	dockerOK(t, d2, "rm", "sleeper")
 }

@@ -1,6 +1,9 @@
 package rootless
 
-import "os"
+import (
+	"os"
+	"strings"
+)
 
 // Environment keys shared by the processes of the tree. The pipe and
 // activation keys belong to rootlesskit's parent/child handshake.
@@ -75,6 +78,25 @@ func InsideEnv() []string {
 		}
 	}
 	return out
+}
+
+// KeptShape reads, from an InsideEnv list, the id mapping and whether a
+// detached network namespace is served: what a keeper's namespaces were
+// made with.
+func KeptShape(env []string) (IDMap, bool) {
+	idmap, network := IDMapFull, false
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case envMode:
+			if IDMap(v) == IDMapSingle {
+				idmap = IDMapSingle
+			}
+		case envNetwork:
+			network = v == "1"
+		}
+	}
+	return idmap, network
 }
 
 // Inside reports whether this process runs inside hutch's namespaces.
