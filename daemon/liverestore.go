@@ -113,8 +113,32 @@ func kept(c *config.Config) (cleanup func(), err error) {
 			return nil, fmt.Errorf("%s: descriptor %d: %w", envKept, fd, err)
 		}
 	}
+	watchLease(lease)
 	pidFile := filepath.Join(c.StateDir, "hutch.pid")
 	return func() { os.Remove(pidFile) }, nil
+}
+
+// watchLease warns when the keeper's end of the lease closes: the keeper
+// died (killed), and slirp4netns and the port driver with it, so the
+// containers have lost their way out and their published ports. The next
+// daemon start makes new namespaces and stops them.
+func watchLease(fd int) {
+	f := os.NewFile(uintptr(fd), "keeper-lease")
+	conn, err := net.FileConn(f)
+	f.Close()
+	if err != nil {
+		slog.Warn("live restore: watching the keeper", "err", err)
+		return
+	}
+	go func() {
+		buf := make([]byte, 64)
+		for {
+			if _, err := conn.Read(buf); err != nil {
+				slog.Error("live restore: the keeper of the namespaces is gone: containers have no outbound network or published ports until they are restarted; restart the daemon", "err", err)
+				return
+			}
+		}
+	}()
 }
 
 // mergeEnv is env with the keys of over replaced by over's values (a
