@@ -221,7 +221,9 @@ func TestEngineInUserNamespace(t *testing.T) {
 // process (hutch-ns) that serves the API.
 func enginePID(t testing.TB, d *daemon) int {
 	t.Helper()
-	for _, p := range descendants(t, d.cmd.Process.Pid) {
+	// With live restore the daemon's process is the engine itself, in the
+	// keeper's namespaces.
+	for _, p := range append([]int{d.cmd.Process.Pid}, descendants(t, d.cmd.Process.Pid)...) {
 		if args := cmdline(p); len(args) > 1 && filepath.Base(args[0]) == "hutch" && args[1] == "daemon" {
 			return p
 		}
