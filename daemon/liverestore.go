@@ -206,7 +206,7 @@ func startKeeper(c *config.Config, idmap rootless.IDMap) (*net.UnixConn, error) 
 		case werr := <-exited:
 			b, _ := os.ReadFile(logPath)
 			return nil, fmt.Errorf("the namespaces' keeper exited (%v): %s", werr, strings.TrimSpace(string(b)))
-		case <-time.After(10 * time.Millisecond):
+		case <-time.After(2 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
 			cmd.Process.Kill()

@@ -48,6 +48,7 @@ func (e *Engine) reconcile(ctx context.Context) error {
 		e.adoptJoin(ctx, id)
 		e.adoptMounts(ctx, id)
 		e.runs.addShim(id, client)
+		e.adoptHealth(ctx, id)
 		e.monitors.Add(1)
 		go e.monitor(id, client)
 	}
@@ -115,6 +116,20 @@ func (e *Engine) adoptMounts(ctx context.Context, id string) {
 		release = func() { unmountShm(c); volumes() }
 	}
 	e.runs.held[id] = release
+}
+
+// adoptHealth starts again the health probes of an adopted container
+// (after live restore, every running container is one), counting its
+// start period from its run's start, before its monitor, whose stopHealth
+// must come after it.
+func (e *Engine) adoptHealth(ctx context.Context, id string) {
+	c, err := e.containers.Get(ctx, id)
+	if err != nil {
+		return
+	}
+	if probe := probeConfig(c); probe != nil {
+		e.startHealth(c, probe, c.State.StartedAt)
+	}
 }
 
 // adoptJoin restores, for an adopted container that shares another's

@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -93,7 +94,8 @@ func liveRestoreKill9(t *testing.T, idmap string) {
 	}
 	dockerOK(t, d, "network", "create", "keepnet")
 	addr := freeLoopbackAddr(t)
-	dockerOK(t, d, "run", "-d", "--name", "web", "--network", "keepnet", "-p", addr+":80", ref,
+	dockerOK(t, d, "run", "-d", "--name", "web", "--network", "keepnet", "-p", addr+":80",
+		"--health-cmd", "test -e /www/index.html", "--health-interval", "300ms", ref,
 		"sh", "-c", "mkdir -p /www && echo up > /www/index.html && exec httpd -f -p 80 -h /www")
 	if body, err := liveGet("http://" + addr + "/index.html"); body != "up" {
 		t.Fatalf("published port before the kill: %q, %v", body, err)
@@ -115,6 +117,24 @@ func liveRestoreKill9(t *testing.T, idmap string) {
 	}
 	if got := keeperPid(d2); got != keeper {
 		t.Errorf("keeper pid %d after the restart, want the same %d", got, keeper)
+	}
+	// Its health probes run again under the new engine.
+	restarted := time.Now()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		var h struct {
+			Status string
+			Log    []struct{ Start time.Time }
+		}
+		if err := json.Unmarshal([]byte(dockerOK(t, d2, "inspect", "--format", "{{json .State.Health}}", "web")), &h); err != nil {
+			t.Fatal(err)
+		}
+		if len(h.Log) > 0 && h.Log[len(h.Log)-1].Start.After(restarted) && h.Status == "healthy" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("no health probe of web since the restart: %+v", h)
+			break
+		}
 	}
 	if body, err := liveGet("http://" + addr + "/index.html"); body != "up" {
 		t.Errorf("published port after the restart: %q, %v", body, err)
