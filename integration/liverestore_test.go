@@ -325,3 +325,57 @@ func TestLiveRestoreOffInDaemonJSON(t *testing.T) {
 	}
 	dockerOK(t, d2, "rm", "sleeper")
 }
+
+// The live-restore tree: the daemon's process is the engine, in the
+// keeper's user and mount namespaces and the host's network namespace;
+// the keeper is hutch-ns with slirp4netns and its namespace child
+// (hutch-ns again); only the engine holds the instance lock. With no
+// container left, a stop leaves no process behind.
+func TestLiveRestoreProcessTree(t *testing.T) {
+	d, ref := pulled(t, "--live-restore")
+	dockerOK(t, d, "run", "-d", "--name", "sleeper", ref, "sleep", "600")
+	engine := d.cmd.Process.Pid
+	if args := cmdline(engine); len(args) < 2 || filepath.Base(args[0]) != "hutch" || args[1] != "daemon" {
+		t.Errorf("the daemon's process runs %q, want hutch daemon", args)
+	}
+	keeper := keeperPid(d)
+	if args := cmdline(keeper); len(args) < 2 || filepath.Base(args[0]) != "hutch-ns" || args[1] != "keeper" {
+		t.Errorf("the keeper runs %q, want hutch-ns keeper", args)
+	}
+	inner := keeperChild(t, keeper)
+	if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", inner)); filepath.Base(exe) != "hutch-ns" {
+		t.Errorf("the keeper's namespace child runs %s, want hutch-ns", exe)
+	}
+	var kids []string
+	for _, c := range children(t, keeper) {
+		if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", c)); err == nil {
+			kids = append(kids, filepath.Base(exe))
+		}
+	}
+	slices.Sort(kids)
+	if !slices.Equal(kids, []string{"hutch-ns", "slirp4netns"}) {
+		t.Errorf("the keeper's children: %v, want hutch-ns and slirp4netns", kids)
+	}
+	for _, kind := range []string{"user", "mnt"} {
+		if got, want := nsOf(engine, kind), nsOf(inner, kind); got == "" || got != want {
+			t.Errorf("the engine's %s namespace %q, the keeper's %q", kind, got, want)
+		}
+	}
+	if got, want := nsOf(engine, "net"), nsOf(os.Getpid(), "net"); got != want {
+		t.Errorf("the engine's network namespace %q, want the host's %q", got, want)
+	}
+	lock := filepath.Join(d.Runtime, "hutch", "hutch.lock")
+	all := append([]int{engine, keeper}, descendants(t, engine)...)
+	all = append(all, descendants(t, keeper)...)
+	for _, p := range all {
+		if holds := holdsFile(p, lock); holds != (p == engine) {
+			t.Errorf("pid %d (%v) holds %s: %v", p, cmdline(p), lock, holds)
+		}
+	}
+	dockerOK(t, d, "rm", "-f", "sleeper")
+	d.Stop()
+	waitKeeperGone(t, keeper, 15*time.Second)
+	if _, err := os.Stat(filepath.Join(d.Runtime, "hutch", "hutch.pid")); !os.IsNotExist(err) {
+		t.Errorf("pid file after the stop: %v", err)
+	}
+}

@@ -2,6 +2,7 @@ package keeper
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,7 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strings"
+	"strconv"
 	"syscall"
 	"time"
 )
@@ -24,7 +25,7 @@ type Options struct {
 	Env []string
 	// Keep reports whether something still needs the namespaces once no
 	// engine holds a lease; Serve returns when it says no. Nil is
-	// HasShims.
+	// Occupied.
 	Keep func() bool
 	// Poll is how often Keep is asked while no engine runs (0: 250 ms).
 	Poll   time.Duration
@@ -36,7 +37,7 @@ type Options struct {
 // when ctx ends.
 func Serve(ctx context.Context, o Options) error {
 	if o.Keep == nil {
-		o.Keep = HasShims
+		o.Keep = Occupied
 	}
 	if o.Poll == 0 {
 		o.Poll = 250 * time.Millisecond
@@ -137,12 +138,13 @@ func lease(c *net.UnixConn, o Options) bool {
 	}
 }
 
-// ShimName is the process name (comm) of a container's shim.
-const ShimName = "hutch-shim"
-
-// HasShims reports whether a shim runs in this process's user namespace:
-// each running container has one, and it lives as long as its container.
-func HasShims() bool {
+// Occupied reports whether a process other than this one and its
+// siblings lives in this process's user namespace: each running
+// container's shim does, for as long as its container runs, and so do the
+// engine's helpers until they end (the runtime server with the last
+// container it serves). The siblings are the keeper's own: slirp4netns,
+// which joins the user namespace to serve the network.
+func Occupied() bool {
 	self, err := os.Readlink("/proc/self/ns/user")
 	if err != nil {
 		return true // cannot tell: keep
@@ -151,20 +153,36 @@ func HasShims() bool {
 	if err != nil {
 		return true
 	}
+	me, parent := os.Getpid(), os.Getppid()
 	for _, ent := range ents {
-		name := ent.Name()
-		if name == "" || name[0] < '1' || name[0] > '9' {
+		pid, err := strconv.Atoi(ent.Name())
+		if err != nil || pid == me || ppid(pid) == parent {
 			continue
 		}
-		comm, err := os.ReadFile(filepath.Join("/proc", name, "comm"))
-		if err != nil || strings.TrimSpace(string(comm)) != ShimName {
-			continue
-		}
-		if ns, err := os.Readlink(filepath.Join("/proc", name, "ns", "user")); err == nil && ns == self {
+		if ns, err := os.Readlink(filepath.Join("/proc", ent.Name(), "ns", "user")); err == nil && ns == self {
 			return true
 		}
 	}
 	return false
+}
+
+// ppid is pid's parent, 0 if unknown.
+func ppid(pid int) int {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0
+	}
+	// After the command, in parentheses, which may hold anything.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := bytes.Fields(b[i+1:])
+	if len(f) < 2 {
+		return 0
+	}
+	n, _ := strconv.Atoi(string(f[1]))
+	return n
 }
 
 func isConnReset(err error) bool {
