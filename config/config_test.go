@@ -188,7 +188,12 @@ func TestResolveLiveRestore(t *testing.T) {
 			if want := tt.want && !RealRoot(); c.LiveRestore != want {
 				t.Errorf("LiveRestore = %v, want %v", c.LiveRestore, want)
 			}
-			if len(c.Warnings) != 0 {
+			asked := tt.flag != nil && *tt.flag || tt.flag == nil && strings.Contains(tt.file, "true")
+			if RealRoot() && asked {
+				if len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], "live-restore is not supported as real root") {
+					t.Errorf("warnings as real root: %q", c.Warnings)
+				}
+			} else if len(c.Warnings) != 0 {
 				t.Errorf("warnings: %q (live-restore is a setting hutch reads)", c.Warnings)
 			}
 		})

@@ -100,12 +100,18 @@ func Resolve(f Flags) (*Config, error) {
 	c.SeccompProfile = fc.SeccompProfile
 	// On unless daemon.json or the flag says otherwise; real root keeps
 	// no namespaces to restore into (docs/rootless.md).
-	c.LiveRestore = !root
+	c.LiveRestore = true
 	if fc.LiveRestore != nil {
-		c.LiveRestore = *fc.LiveRestore && !root
+		c.LiveRestore = *fc.LiveRestore
 	}
 	if f.LiveRestore != nil {
-		c.LiveRestore = *f.LiveRestore && !root
+		c.LiveRestore = *f.LiveRestore
+	}
+	if root {
+		if c.LiveRestore && (fc.LiveRestore != nil || f.LiveRestore != nil) {
+			c.Warnings = append(c.Warnings, "live-restore is not supported as real root: the daemon's stop stops the containers")
+		}
+		c.LiveRestore = false
 	}
 	if fc.ignored != "" {
 		c.Warnings = append(c.Warnings, fc.ignored)
