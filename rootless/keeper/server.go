@@ -32,6 +32,10 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// firstLease is how long a new keeper waits for the daemon that started
+// it before it takes that daemon for dead.
+const firstLease = time.Minute
+
 // Serve hands its namespaces to engines, one lease at a time, until no
 // engine holds one and nothing is left to keep. It returns nil then, or
 // when ctx ends.
@@ -57,7 +61,7 @@ func Serve(ctx context.Context, o Options) error {
 	}
 	l.SetUnlinkOnClose(true)
 	defer l.Close()
-	served := false
+	served, start := false, time.Now()
 	for ctx.Err() == nil {
 		l.SetDeadline(time.Now().Add(o.Poll))
 		c, err := l.AcceptUnix()
@@ -67,8 +71,8 @@ func Serve(ctx context.Context, o Options) error {
 				return err
 			}
 			// Until the first lease, the daemon that started this keeper
-			// is on its way.
-			if served && !o.Keep() {
+			// is on its way, unless it died before it came.
+			if (served || time.Since(start) > firstLease) && !o.Keep() {
 				o.Logger.Debug("keeper: no engine and no container left: exiting")
 				return nil
 			}
