@@ -45,6 +45,16 @@ func keeperPid(d *daemon) int {
 	return pid
 }
 
+// alive reports whether pid runs (a zombie does not).
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	return i > 0 && len(b) > i+2 && b[i+2] != 'Z'
+}
+
 // keeperChild is the keeper's namespace child, which holds the namespaces.
 func keeperChild(t *testing.T, keeper int) int {
 	t.Helper()
@@ -378,4 +388,54 @@ func TestLiveRestoreProcessTree(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(d.Runtime, "hutch", "hutch.pid")); !os.IsNotExist(err) {
 		t.Errorf("pid file after the stop: %v", err)
 	}
+}
+
+// A keeper killed with -9 takes the namespaces along: the running engine
+// says so, and the next daemon makes new ones and stops the containers
+// whose network went with the old (as without live restore); a start
+// brings them back on their published port.
+func TestLiveRestoreKeeperKilled(t *testing.T) {
+	d, ref := pulled(t, "--live-restore")
+	addr := freeLoopbackAddr(t)
+	dockerOK(t, d, "run", "-d", "--name", "web", "--stop-timeout", "1", "-p", addr+":80", ref,
+		"sh", "-c", "mkdir -p /www && echo up > /www/index.html && exec httpd -f -p 80 -h /www")
+	if body, err := liveGet("http://" + addr + "/index.html"); body != "up" {
+		t.Fatalf("published port: %q, %v", body, err)
+	}
+	keeper := keeperPid(d)
+	inner := keeperChild(t, keeper)
+	syscall.Kill(keeper, syscall.SIGKILL)
+	// The keeper is the first engine's child, which does not reap it: a
+	// zombie is dead enough.
+	for _, p := range []int{keeper, inner} {
+		for deadline := time.Now().Add(10 * time.Second); alive(p); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("pid %d still runs after the keeper's kill", p)
+			}
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(d.Log(), "the keeper of the namespaces is gone"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Errorf("the engine did not say its keeper is gone:\n%s", d.Log())
+			break
+		}
+	}
+	killDaemons(t, d)
+
+	d2 := startDaemonEnv(t, d.env, d.Socket, "--live-restore")
+	d2.Runtime, d2.Data = d.Runtime, d.Data
+	if got := keeperPid(d2); got == 0 || got == keeper {
+		t.Errorf("keeper after the restart: %d (the killed one was %d)", got, keeper)
+	}
+	if st := dockerOK(t, d2, "inspect", "--format", "{{.State.Status}} {{.State.ExitCode}}", "web"); st != "exited 137" {
+		t.Errorf("web after its namespaces went: %q, want exited 137", st)
+	}
+	dockerOK(t, d2, "start", "web")
+	if body, err := liveGet("http://" + addr + "/index.html"); body != "up" {
+		t.Errorf("published port after the start: %q, %v", body, err)
+	}
+	newKeeper := keeperPid(d2)
+	dockerOK(t, d2, "rm", "-f", "web")
+	d2.Stop()
+	waitKeeperGone(t, newKeeper, 15*time.Second)
 }
