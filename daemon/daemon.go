@@ -98,7 +98,7 @@ func Run(ctx context.Context, f config.Flags) error {
 		return err
 	}
 	os.Setenv(config.EnvConfig, c.Encode())
-	if c.LiveRestore {
+	if c.LiveRestore || keeperRuns(c) {
 		return runKept(inst, c, idmap, log)
 	}
 	return execNamespaces(inst, c, idmap)

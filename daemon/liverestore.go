@@ -85,6 +85,20 @@ func runKept(inst *instance, c *config.Config, idmap rootless.IDMap, log *slog.L
 	return fmt.Errorf("live restore: exec %s: %w", self, err)
 }
 
+// keeperRuns reports whether a keeper answers: a daemon with live restore
+// left containers running. One without live restore enters its
+// namespaces all the same, adopting them with their network, and stops
+// them when it stops (the keeper then exits), as dockerd started without
+// live-restore stops what an earlier one left running.
+func keeperRuns(c *config.Config) bool {
+	conn, err := keeper.Dial(c.StateDir)
+	if err != nil {
+		return false
+	}
+	conn.Close()
+	return true
+}
+
 // envKept carries, into the engine that runKept became, the descriptors
 // of the instance lock and of the keeper's lease ("lock,lease").
 const envKept = "_HUTCH_KEPT"

@@ -439,3 +439,34 @@ func TestLiveRestoreKeeperKilled(t *testing.T) {
 	d2.Stop()
 	waitKeeperGone(t, newKeeper, 15*time.Second)
 }
+
+// A daemon started without live restore after one with it adopts the
+// containers that one left running, with their network, and stops them
+// when it stops: then no keeper is left.
+func TestLiveRestoreTurnedOff(t *testing.T) {
+	d, ref := pulled(t, "--live-restore")
+	addr := freeLoopbackAddr(t)
+	dockerOK(t, d, "run", "-d", "--name", "web", "--stop-timeout", "1", "-p", addr+":80", ref,
+		"sh", "-c", "mkdir -p /www && echo up > /www/index.html && exec httpd -f -p 80 -h /www")
+	keeper := keeperPid(d)
+	d.Stop()
+
+	d2 := startDaemonEnv(t, d.env, d.Socket, "--live-restore=false")
+	d2.Runtime, d2.Data = d.Runtime, d.Data
+	if got := dockerOK(t, d2, "info", "--format", "{{.LiveRestoreEnabled}}"); got != "false" {
+		t.Errorf("LiveRestoreEnabled = %q", got)
+	}
+	if st := dockerOK(t, d2, "inspect", "--format", "{{.State.Status}}", "web"); st != "running" {
+		t.Errorf("web under the daemon without live restore: %q, want running (adopted)", st)
+	}
+	if body, err := liveGet("http://" + addr + "/index.html"); body != "up" {
+		t.Errorf("published port: %q, %v", body, err)
+	}
+	d2.Stop()
+	waitKeeperGone(t, keeper, 15*time.Second)
+	d3 := startDaemonEnv(t, d.env, d.Socket, "--live-restore=false")
+	if st := dockerOK(t, d3, "inspect", "--format", "{{.State.Status}} {{.State.ExitCode}}", "web"); st != "exited 137" {
+		t.Errorf("web after a stop without live restore: %q, want exited 137", st)
+	}
+	dockerOK(t, d3, "rm", "web")
+}
