@@ -110,6 +110,7 @@ func liveRestoreKill9(t *testing.T, idmap string) {
 	if body, err := liveGet("http://" + addr + "/index.html"); body != "up" {
 		t.Fatalf("published port before the kill: %q, %v", body, err)
 	}
+	dockerOK(t, d, "run", "-d", "--name", "side", "--network", "container:web", ref, "sleep", "600")
 	keeper := keeperPid(d)
 	if keeper == 0 {
 		t.Fatalf("no keeper.pid with live restore\n%s", d.Log())
@@ -156,7 +157,11 @@ func liveRestoreKill9(t *testing.T, idmap string) {
 	if out := dockerOK(t, d2, "exec", "web", "cat", "/www/index.html"); out != "up" {
 		t.Errorf("exec in the adopted container: %q", out)
 	}
-	dockerOK(t, d2, "rm", "-f", "web")
+	// A container in web's namespace stays there, running.
+	if out, err := d2.Docker(t, "exec", "side", "sh", "-c", "echo -e 'GET /index.html HTTP/1.0\r\n\r\n' | nc 127.0.0.1 80"); !strings.Contains(out, "up") {
+		t.Errorf("side to web's server on their loopback after the restart: %q, %v", out, err)
+	}
+	dockerOK(t, d2, "rm", "-f", "side", "web")
 	dockerOK(t, d2, "network", "rm", "keepnet")
 	d2.Stop()
 	waitKeeperGone(t, keeper, 15*time.Second)
