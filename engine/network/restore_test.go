@@ -5,8 +5,8 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/hutch-engine/hutch/engine"
 	"github.com/hutch-engine/hutch/engine/container"
+	"github.com/hutch-engine/hutch/engine/networking"
 	containertypes "github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/network"
 )
@@ -61,7 +61,7 @@ func TestRestoreKeepsForwards(t *testing.T) {
 	if got := m2.lookup(m2.byName("keepnet").ID, webIP, "web."); len(got) != 1 || got[0] != webIP {
 		t.Errorf("web by name after the restore: %v", got)
 	}
-	if err := m2.Detach(ctx, web.ID, engine.DetachOptions{}); err != nil {
+	if err := m2.Detach(ctx, web.ID, networking.DetachOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if len(drv.forwards) != 0 {
