@@ -70,7 +70,7 @@ func benchMemory(ctx context.Context, e *env, res *Results) error {
 	}
 	defer e.stopDaemon()
 	m := &res.Memory
-	m.Comment = "tree: hutch-ns (the host process: rootlesskit parent), the engine (rootlesskit child), slirp4netns and the hutch-runtime a warm shim keeps ready; shims apart; containers' own processes not counted"
+	m.Comment = "tree: the engine (the daemon's own process, live restore being the default), the keeper it started (hutch-ns keeper, rootlesskit's parent, and its namespace child), slirp4netns and the hutch-runtime a warm shim keeps ready; shims apart; containers' own processes not counted"
 	if err := sleep(ctx, settle); err != nil {
 		return err
 	}

@@ -39,7 +39,9 @@ func startDaemon(ctx context.Context, bin, dir, mirror string) (*daemon, error) 
 			return nil, err
 		}
 	}
-	cfg, _ := json.Marshal(map[string]any{"registry-mirrors": []string{"http://" + mirror}})
+	// Docker's suite is written for dockerd's defaults, live-restore off
+	// among them: the daemon's stop then stops what the suite left running.
+	cfg, _ := json.Marshal(map[string]any{"registry-mirrors": []string{"http://" + mirror}, "live-restore": false})
 	if err := os.WriteFile(filepath.Join(dir, "config/hutch/daemon.json"), cfg, 0o600); err != nil {
 		return nil, err
 	}
