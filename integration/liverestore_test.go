@@ -475,3 +475,31 @@ func TestLiveRestoreTurnedOff(t *testing.T) {
 	}
 	dockerOK(t, d3, "rm", "web")
 }
+
+// Without slirp4netns (--network=none) the keeper holds the user and
+// mount namespaces alone: a container survives a kill -9 of the engine
+// and is adopted, controllable, by the next daemon.
+func TestLiveRestoreWithoutNetwork(t *testing.T) {
+	d, ref := pulled(t, "--live-restore", "--network=none")
+	dockerOK(t, d, "run", "-d", "--name", "sleeper", ref, "sleep", "600")
+	keeper := keeperPid(d)
+	if kids := children(t, keeper); len(kids) != 1 {
+		t.Errorf("the keeper's children without a network: %v, want its namespace child alone", kids)
+	}
+	killDaemons(t, d)
+	d2 := startDaemonEnv(t, d.env, d.Socket, "--live-restore", "--network=none")
+	d2.Runtime, d2.Data = d.Runtime, d.Data
+	if st := dockerOK(t, d2, "inspect", "--format", "{{.State.Status}}", "sleeper"); st != "running" {
+		t.Errorf("sleeper after the restart: %q, want running", st)
+	}
+	if out := dockerOK(t, d2, "exec", "sleeper", "echo", "adopted"); out != "adopted" {
+		t.Errorf("exec after the restart: %q", out)
+	}
+	dockerOK(t, d2, "stop", "-t", "1", "sleeper")
+	if got := dockerOK(t, d2, "inspect", "--format", "{{.State.Status}} {{.State.ExitCode}}", "sleeper"); got != "exited 137" {
+		t.Errorf("sleeper after docker stop: %q", got)
+	}
+	dockerOK(t, d2, "rm", "sleeper")
+	d2.Stop()
+	waitKeeperGone(t, keeper, 15*time.Second)
+}
