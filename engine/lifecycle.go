@@ -47,7 +47,11 @@ func (e *Engine) reconcile(ctx context.Context) error {
 	for id, client := range adopt {
 		e.adoptJoin(ctx, id)
 		e.adoptMounts(ctx, id)
+		// The monitors of the containers adopted before this one run
+		// already, and read these maps.
+		e.runs.mu.Lock()
 		e.runs.addShim(id, client)
+		e.runs.mu.Unlock()
 		e.adoptHealth(ctx, id)
 		e.monitors.Add(1)
 		go e.monitor(id, client)
@@ -115,7 +119,9 @@ func (e *Engine) adoptMounts(ctx context.Context, id string) {
 		volumes := release
 		release = func() { unmountShm(c); volumes() }
 	}
+	e.runs.mu.Lock()
 	e.runs.held[id] = release
+	e.runs.mu.Unlock()
 }
 
 // adoptHealth starts again the health probes of an adopted container

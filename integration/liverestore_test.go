@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -222,12 +223,49 @@ func TestLiveRestoreNetworksAndUpgrade(t *testing.T) {
 			t.Errorf("web by name from a new container %s: %q, %v", when, out, err)
 		}
 	}
+	// A container that calls the host's loopback (through slirp4netns)
+	// every 100 ms: its calls go on while no engine runs.
+	calls := make(chan struct{}, 1000)
+	hostL, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hostL.Close()
+	go func() {
+		for {
+			c, err := hostL.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+			select {
+			case calls <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	hostPort := strconv.Itoa(hostL.Addr().(*net.TCPAddr).Port)
+	dockerOK(t, d, "run", "-d", "--name", "caller", "--network", "keepnet", "--add-host", "host.docker.internal:host-gateway", ref,
+		"sh", "-c", "while true; do nc host.docker.internal "+hostPort+" </dev/null; sleep 0.1; done")
+	outbound := func(when string) {
+		t.Helper()
+		for len(calls) > 0 {
+			<-calls
+		}
+		select {
+		case <-calls:
+		case <-time.After(30 * time.Second):
+			t.Errorf("no call from a container to the host %s", when)
+		}
+	}
 	reachable("before the kill")
 	byName(d, "before the kill")
+	outbound("before the kill")
 	keeper := keeperPid(d)
 
 	killDaemons(t, d)
 	reachable("while no engine runs")
+	outbound("while no engine runs")
 	if err := os.WriteFile(filepath.Join(trig, "go"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -248,6 +286,7 @@ func TestLiveRestoreNetworksAndUpgrade(t *testing.T) {
 	}
 	reachable("after the restart")
 	byName(d2, "after the restart")
+	outbound("after the restart")
 	if out := dockerOK(t, d2, "stats", "--no-stream", "--format", "{{.Name}}", "web"); out != "web" {
 		t.Errorf("stats of an adopted container: %q", out)
 	}
@@ -304,7 +343,8 @@ func TestLiveRestoreNetworksAndUpgrade(t *testing.T) {
 	if got := dockerOK(t, d3, "logs", "echoer"); got != "got hello" {
 		t.Errorf("logs after the upgrade: %q", got)
 	}
-	dockerOK(t, d3, "rm", "-f", "web", "bweb", "client", "echoer", "exiter")
+	outbound("after the upgrade")
+	dockerOK(t, d3, "rm", "-f", "web", "bweb", "client", "echoer", "exiter", "caller")
 	dockerOK(t, d3, "network", "rm", "keepnet")
 	d3.Stop()
 	waitKeeperGone(t, keeper, 15*time.Second)
