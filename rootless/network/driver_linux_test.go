@@ -543,3 +543,44 @@ func TestHelpers(t *testing.T) {
 		}
 	}
 }
+
+// A driver started in a namespace an earlier one served (live restore)
+// keeps that one's rules in force, and setting the network up again
+// replaces them rather than adding a second set.
+func TestNATKeptAcrossDrivers(t *testing.T) {
+	d, detached := newDriver(t)
+	ctx := context.Background()
+	n := testNetwork("k", "10.77.0.0/24", false)
+	if err := d.SetupNetwork(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	if d.nat == nil {
+		t.Fatal("no NAT: nftables is not usable here")
+	}
+	d2, err := New(ctx, Options{
+		DetachedNetNS: detached,
+		SandboxDir:    filepath.Join(t.TempDir(), "sandboxes"),
+		Uplink:        "tap0",
+		HostGateway:   netip.MustParseAddr("10.0.2.2"),
+		Nameserver:    netip.MustParseAddr("10.0.2.3"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d2.Close()
+	inNS(t, detached, func() error {
+		if got := countRules(t, n.ID); got != 4 {
+			t.Errorf("%d rules of the network once the next driver started, want its 4 kept", got)
+		}
+		return nil
+	})
+	if err := d2.SetupNetwork(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	inNS(t, detached, func() error {
+		if got := countRules(t, n.ID); got != 4 {
+			t.Errorf("%d rules after the network's set-up again, want 4", got)
+		}
+		return nil
+	})
+}

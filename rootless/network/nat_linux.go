@@ -27,21 +27,21 @@ type nat struct {
 	fwd    *nftables.Chain
 }
 
-// newNAT creates the table afresh. It must run on the namespace thread:
-// the lasting netlink socket is made in the caller's namespace.
+// newNAT creates the table and its chains, or keeps them when an earlier
+// engine made them in the same namespace (live restore): the rules of
+// the running containers' networks then stay in force throughout, and a
+// connection a container opens while the next engine starts is
+// masqueraded as ever (one that missed its rule would keep its
+// unmasqueraded conntrack entry, and hang). add replaces a network's
+// rules when the engine sets it up again; a network's removal removes
+// them. It must run on the namespace thread: the lasting netlink socket
+// is made in the caller's namespace.
 func newNAT(uplink string) (*nat, error) {
 	conn, err := nftables.New(nftables.AsLasting())
 	if err != nil {
 		return nil, err
 	}
 	n := &nat{conn: conn, uplink: uplink, table: &nftables.Table{Family: nftables.TableFamilyIPv4, Name: tableName}}
-	if _, err := conn.ListTableOfFamily(tableName, nftables.TableFamilyIPv4); err == nil {
-		conn.DelTable(n.table)
-		if err := conn.Flush(); err != nil {
-			conn.CloseLasting()
-			return nil, err
-		}
-	}
 	accept := nftables.ChainPolicyAccept
 	conn.AddTable(n.table)
 	n.post = conn.AddChain(&nftables.Chain{Name: "postrouting", Table: n.table, Type: nftables.ChainTypeNAT,
