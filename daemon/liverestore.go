@@ -107,7 +107,7 @@ const envKept = "_HUTCH_KEPT"
 // namespaces, the clean-up of what it inherited: the lock and the lease
 // stay open for its life but reach none of its children (shims outlive
 // it), and the pid file goes at its exit, as hutch-ns removes it without
-// live restore. It returns nil in any other engine.
+// live restore. In any other engine it does nothing.
 func kept(c *config.Config) (cleanup func(), err error) {
 	v, ok := os.LookupEnv(envKept)
 	os.Unsetenv(envKept)

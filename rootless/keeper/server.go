@@ -160,10 +160,10 @@ func Occupied() bool {
 	me, parent := os.Getpid(), os.Getppid()
 	for _, ent := range ents {
 		pid, err := strconv.Atoi(ent.Name())
-		if err != nil || pid == me || ppid(pid) == parent {
+		if err != nil || pid == me {
 			continue
 		}
-		if ns, err := os.Readlink(filepath.Join("/proc", ent.Name(), "ns", "user")); err == nil && ns == self {
+		if ns, err := os.Readlink(filepath.Join("/proc", ent.Name(), "ns", "user")); err == nil && ns == self && ppid(pid) != parent {
 			return true
 		}
 	}
