@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/debug"
 
 	"github.com/hutch-engine/hutch/internal/logging"
 	"github.com/hutch-engine/hutch/rootless"
@@ -48,6 +49,10 @@ func keep(stateDir, level string) int {
 		fmt.Fprintf(os.Stderr, "hutch-ns: namespace child: %v\n", err)
 		return 1
 	}
+	// It waits for the daemon's whole life, beside its parent: what the
+	// set-up allocated goes back, and one P keeps its threads few.
+	runtime.GOMAXPROCS(1)
+	debug.FreeOSMemory()
 	err := keeper.Serve(context.Background(), keeper.Options{StateDir: stateDir, Env: rootless.InsideEnv(), Logger: log})
 	if err != nil {
 		log.Error("keeper", "err", err)
