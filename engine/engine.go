@@ -16,7 +16,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
+	"github.com/containerd/errdefs"
 	containertypes "github.com/moby/moby/api/types/container"
 
 	"github.com/hutch-engine/hutch/engine/container"
@@ -174,6 +176,64 @@ func newEngine(ctx context.Context, opts Options, shims shimHost) (*Engine, erro
 		return nil, err
 	}
 	return e, nil
+}
+
+// Close stops every running container (their stop signal, then SIGKILL
+// after their timeout) and waits until each exit is recorded. With live
+// restore it leaves them running for the next engine to adopt: their
+// shims record the exits that come meanwhile.
+func (e *Engine) Close() error {
+	e.closing.Store(true)
+	e.restarts.cancelAll()
+	shim.CloseWarm()
+	e.stopAllHealth()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if e.opts.LiveRestore {
+		e.runs.mu.Lock()
+		n := len(e.runs.shims)
+		e.runs.mu.Unlock()
+		if n > 0 {
+			e.log.Info("live restore: leaving the running containers running", "count", n)
+		}
+		return e.closeRest()
+	}
+	e.runs.mu.Lock()
+	ids := make([]string, 0, len(e.runs.shims))
+	for id := range e.runs.shims {
+		ids = append(ids, id)
+	}
+	e.runs.mu.Unlock()
+	if len(ids) > 0 {
+		// Each gets its stop signal and timeout, as from docker stop: a
+		// shutdown can take that long.
+		e.log.Info("stopping running containers", "count", len(ids))
+	}
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := e.containers.Get(ctx, id)
+			if err != nil {
+				return
+			}
+			if err := e.stop(ctx, c, StopRequest{}); err != nil && !errors.Is(err, errdefs.ErrNotModified) {
+				e.log.Warn("stopping at shutdown", "container", id, "err", err)
+			}
+		}()
+	}
+	wg.Wait()
+	// The runs that ended are cleaned up (rootfs unmounted, network
+	// released) before the daemon closes what that needs.
+	done := make(chan struct{})
+	go func() { e.monitors.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		e.log.Warn("containers still being cleaned up at shutdown")
+	}
+	return e.closeRest()
 }
 
 // LoadID returns the ID of the engine whose data is under dataRoot,

@@ -2,19 +2,20 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
 
-	"github.com/containerd/errdefs"
-
 	"github.com/hutch-engine/hutch/engine/container"
-	"github.com/hutch-engine/hutch/engine/shim"
 	"github.com/hutch-engine/hutch/engine/shim/wire"
 )
+
+// Crash recovery: what an engine does at its start with the records, the
+// shims, the runtime's state and the networks a previous engine left,
+// whether it exited, was killed or left its containers running (live
+// restore). The shutdown that leaves them is Close (engine.go).
 
 // reconcile makes every record true after a crash: a container whose shim
 // still runs is adopted again; one whose shim is gone gets the exit the
@@ -148,64 +149,6 @@ func (e *Engine) adoptJoin(ctx context.Context, id string) {
 	if owner, err := e.containers.Get(ctx, c.HostConfig.NetworkMode.ConnectedContainer()); err == nil {
 		e.joins.add(owner.ID, id)
 	}
-}
-
-// Close stops every running container (their stop signal, then SIGKILL
-// after their timeout) and waits until each exit is recorded. With live
-// restore it leaves them running for the next engine to adopt: their
-// shims record the exits that come meanwhile.
-func (e *Engine) Close() error {
-	e.closing.Store(true)
-	e.restarts.cancelAll()
-	shim.CloseWarm()
-	e.stopAllHealth()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	if e.opts.LiveRestore {
-		e.runs.mu.Lock()
-		n := len(e.runs.shims)
-		e.runs.mu.Unlock()
-		if n > 0 {
-			e.log.Info("live restore: leaving the running containers running", "count", n)
-		}
-		return e.closeRest()
-	}
-	e.runs.mu.Lock()
-	ids := make([]string, 0, len(e.runs.shims))
-	for id := range e.runs.shims {
-		ids = append(ids, id)
-	}
-	e.runs.mu.Unlock()
-	if len(ids) > 0 {
-		// Each gets its stop signal and timeout, as from docker stop: a
-		// shutdown can take that long.
-		e.log.Info("stopping running containers", "count", len(ids))
-	}
-	var wg sync.WaitGroup
-	for _, id := range ids {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c, err := e.containers.Get(ctx, id)
-			if err != nil {
-				return
-			}
-			if err := e.stop(ctx, c, StopRequest{}); err != nil && !errors.Is(err, errdefs.ErrNotModified) {
-				e.log.Warn("stopping at shutdown", "container", id, "err", err)
-			}
-		}()
-	}
-	wg.Wait()
-	// The runs that ended are cleaned up (rootfs unmounted, network
-	// released) before the daemon closes what that needs.
-	done := make(chan struct{})
-	go func() { e.monitors.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		e.log.Warn("containers still being cleaned up at shutdown")
-	}
-	return e.closeRest()
 }
 
 // closeRest closes what the engine holds once the containers are dealt
