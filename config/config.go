@@ -70,6 +70,11 @@ type Config struct {
 	// LiveRestore keeps containers running while no engine runs: the
 	// namespaces and the network outlive the engine (docs/rootless.md).
 	LiveRestore bool `json:"live_restore,omitempty"`
+	// IdleExit, when not zero, is how long the daemon stays with nothing
+	// to do (no container running, no client connected) before it exits
+	// (--idle-exit, daemon.json's idle-exit). Socket activation starts it
+	// again at the next connection.
+	IdleExit Duration `json:"idle_exit,omitempty"`
 	// Warnings found on the host (preflight), shown in /info.
 	Warnings []string `json:"warnings,omitempty"`
 }
@@ -96,6 +101,7 @@ type fileConfig struct {
 	DNSOpts            []string          `json:"dns-opts"`
 	SeccompProfile     string            `json:"seccomp-profile"`
 	LiveRestore        *bool             `json:"live-restore"`
+	IdleExit           string            `json:"idle-exit"`
 	// ignored is the warning about the settings hutch does not read.
 	ignored string
 }
@@ -152,6 +158,11 @@ func loadFile(path string) (*fileConfig, bool, error) {
 	}
 	if err := checkPools(fc.AddressPools); err != nil {
 		return nil, false, fmt.Errorf("%s: %w", path, err)
+	}
+	if fc.IdleExit != "" {
+		if _, err := ParseIdleExit(fc.IdleExit); err != nil {
+			return nil, false, fmt.Errorf("%s: %w", path, err)
+		}
 	}
 	return &fc, true, nil
 }

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseHost(t *testing.T) {
@@ -214,4 +215,36 @@ func writeTemp(t *testing.T, dir, content string) string {
 		t.Fatal(err)
 	}
 	return f.Name()
+}
+func TestIdleExit(t *testing.T) {
+	base := t.TempDir()
+	t.Setenv("XDG_RUNTIME_DIR", filepath.Join(base, "run"))
+	t.Setenv("XDG_DATA_HOME", filepath.Join(base, "data"))
+	os.MkdirAll(filepath.Join(base, "run"), 0o700)
+	cfgFile := filepath.Join(base, "daemon.json")
+	os.WriteFile(cfgFile, []byte(`{"idle-exit": "10m"}`), 0o600)
+	for _, tc := range []struct {
+		flag string
+		want time.Duration
+	}{{"", 10 * time.Minute}, {"90s", 90 * time.Second}, {"0", 0}} {
+		c, err := Resolve(Flags{ConfigFile: cfgFile, IdleExit: tc.flag})
+		if err != nil || time.Duration(c.IdleExit) != tc.want {
+			t.Errorf("--idle-exit %q over daemon.json's 10m: %v (%v), want %v", tc.flag, time.Duration(c.IdleExit), err, tc.want)
+			continue
+		}
+		t.Setenv(EnvConfig, c.Encode())
+		got, _, err := Inherited()
+		if err != nil || got.IdleExit != c.IdleExit {
+			t.Errorf("idle-exit %v does not survive the hand-over: %v (%v)", tc.want, got.IdleExit, err)
+		}
+	}
+	for _, bad := range []string{"5", "-1m", "forever", "10ms"} {
+		if _, err := Resolve(Flags{ConfigFile: cfgFile, IdleExit: bad}); err == nil || !strings.Contains(err.Error(), "idle-exit") {
+			t.Errorf("--idle-exit %q: %v, want an error naming idle-exit", bad, err)
+		}
+	}
+	os.WriteFile(cfgFile, []byte(`{"idle-exit": "soon"}`), 0o600)
+	if _, err := Resolve(Flags{ConfigFile: cfgFile}); err == nil || !strings.Contains(err.Error(), cfgFile) {
+		t.Errorf("bad idle-exit in daemon.json: %v, want an error naming the file", err)
+	}
 }

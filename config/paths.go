@@ -24,6 +24,8 @@ type Flags struct {
 	Network     string // "auto" or "" (slirp4netns when it can run), "slirp4netns" or "none"
 	// LiveRestore is --live-restore when given (nil: daemon.json's, else on).
 	LiveRestore *bool
+	// IdleExit is --idle-exit ("" when not given; "0" turns it off).
+	IdleExit string
 }
 
 // RealRoot reports whether hutch runs as real root, without rootlesskit
@@ -160,6 +162,16 @@ func Resolve(f Flags) (*Config, error) {
 		c.Network, c.NetworkChosen = false, true
 	default:
 		return nil, fmt.Errorf("--network %q: want auto, slirp4netns or none", f.Network)
+	}
+	for _, v := range []string{fc.IdleExit, f.IdleExit} {
+		if v == "" {
+			continue
+		}
+		d, err := ParseIdleExit(v)
+		if err != nil {
+			return nil, err
+		}
+		c.IdleExit = Duration(d)
 	}
 	if !filepath.IsAbs(c.DataRoot) {
 		return nil, fmt.Errorf("data-root %q must be an absolute path", c.DataRoot)

@@ -27,6 +27,8 @@ import (
 	"github.com/hutch-engine/hutch/config"
 	"github.com/hutch-engine/hutch/engine"
 	enet "github.com/hutch-engine/hutch/engine/network"
+	"github.com/hutch-engine/hutch/internal/activation"
+	"github.com/hutch-engine/hutch/internal/idle"
 	"github.com/hutch-engine/hutch/internal/logging"
 	"github.com/hutch-engine/hutch/rootless"
 	rootlessnet "github.com/hutch-engine/hutch/rootless/network"
@@ -53,7 +55,7 @@ func Run(ctx context.Context, f config.Flags) error {
 			return err
 		}
 		defer cleanup()
-		return runEngine(ctx, c, logging.New(c.LogLevel))
+		return runEngine(ctx, c, logging.New(c.LogLevel), nil)
 	}
 	c, err := config.Resolve(f)
 	if err != nil {
@@ -61,6 +63,10 @@ func Run(ctx context.Context, f config.Flags) error {
 	}
 	withSbinPath()
 	log := logging.New(c.LogLevel)
+	sock, err := fromSystemd(c, log)
+	if err != nil {
+		return err
+	}
 	for _, w := range c.Warnings { // daemon.json's
 		log.Warn("WARNING: " + w)
 	}
@@ -68,14 +74,14 @@ func Run(ctx context.Context, f config.Flags) error {
 	if err := os.MkdirAll(c.DataRoot, 0o700); err != nil {
 		return fmt.Errorf("data root: %w", err)
 	}
-	inst, err := acquire(c)
+	inst, err := acquire(c, sock == nil)
 	if err != nil {
 		return err
 	}
 	defer inst.release()
 
 	if config.RealRoot() {
-		return runEngine(ctx, c, log)
+		return runEngine(ctx, c, log, sock)
 	}
 	items := preflight.Run(ctx, preflight.DefaultEnv())
 	if err := preflight.Fatal(items); err != nil {
@@ -98,6 +104,13 @@ func Run(ctx context.Context, f config.Flags) error {
 		return err
 	}
 	os.Setenv(config.EnvConfig, c.Encode())
+	if sock != nil {
+		// Before the live-restore path too: its re-execution keeps the
+		// pid and this descriptor.
+		if err := activation.Pass(sock); err != nil {
+			return err
+		}
+	}
 	if c.LiveRestore || keeperRuns(c) {
 		return runKept(inst, c, idmap, log)
 	}
@@ -131,8 +144,9 @@ func execNamespaces(inst *instance, c *config.Config, idmap rootless.IDMap) erro
 	})
 }
 
-// runEngine serves the API: the engine behind the API server on the socket.
-func runEngine(ctx context.Context, c *config.Config, log *slog.Logger) error {
+// runEngine serves the API: the engine behind the API server on the socket
+// (sock when systemd passed it to this process, as real root).
+func runEngine(ctx context.Context, c *config.Config, log *slog.Logger, sock *os.File) error {
 	store, err := storage.Open(ctx, storage.Options{
 		GraphRoot: filepath.Join(c.DataRoot, "storage"),
 		RunRoot:   filepath.Join(c.StateDir, "storage"),
@@ -228,26 +242,39 @@ func runEngine(ctx context.Context, c *config.Config, log *slog.Logger) error {
 	}
 	defer log.Info("stopped") // after the engine's Close: its containers stopped
 	defer eng.Close()
-	l, err := listenUnix(c.Socket)
+	l, own, err := apiListener(c, sock)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(c.Socket)
+	if own {
+		defer os.Remove(c.Socket)
+	}
 	bk := buildkitProxy(c, runtimeBin, log)
 	defer bk.Close()
 	srv := apiserver.New(eng, apiserver.Options{Logger: log, Version: version.Version, BuildKit: bk})
+	tracker := newTracker(c, eng, log)
+	l, wake := tracker.Listener(ctx, l, c.IdleExit > 0)
+	go tracker.Run(ctx, wake)
+	// An idle exit ends the unix socket's Serve; this ends the TCP one's.
+	serveCtx, stopServing := context.WithCancel(ctx)
+	defer stopServing()
 	var tcpErr chan error
 	if c.TCP != "" {
-		tl, err := listenTCP(c)
+		tl, err := listenTCP(c, func(l net.Listener) net.Listener { l, _ = tracker.Listener(ctx, l, false); return l })
 		if err != nil {
 			l.Close()
 			return err
 		}
 		tcpErr = make(chan error, 1)
-		go func() { tcpErr <- srv.Serve(ctx, tl) }()
+		go func() { tcpErr <- srv.Serve(serveCtx, tl) }()
 	}
-	log.Info("API listening", "host", "unix://"+c.Socket, "tcp", c.TCP, "uid", os.Getuid(), "host-uid", rootless.HostUID(), "idmap", rootless.CurrentIDMap())
-	err = srv.Serve(ctx, l)
+	log.Info("API listening", "host", "unix://"+c.Socket, "tcp", c.TCP, "uid", os.Getuid(), "host-uid", rootless.HostUID(), "idmap", rootless.CurrentIDMap(), "activated", !own, "idle-exit", time.Duration(c.IdleExit))
+	err = srv.Serve(serveCtx, l)
+	if errors.Is(err, idle.ErrIdle) {
+		log.Info("idle: no container running and no client connected", "for", time.Duration(c.IdleExit))
+		err = nil
+	}
+	stopServing()
 	if tcpErr != nil {
 		if terr := <-tcpErr; err == nil {
 			err = terr
@@ -304,11 +331,13 @@ func helperBinary(name, env string) (string, error) {
 
 // listenTCP listens on c.TCP, with TLS unless --insecure-tcp; with a CA,
 // clients must present a certificate it signed (Docker's --tlsverify).
-func listenTCP(c *config.Config) (net.Listener, error) {
+// wrap wraps the TCP listener, below TLS.
+func listenTCP(c *config.Config, wrap func(net.Listener) net.Listener) (net.Listener, error) {
 	l, err := net.Listen("tcp", c.TCP)
 	if err != nil {
 		return nil, err
 	}
+	l = wrap(l)
 	if c.InsecureTCP && c.TLSCert == "" {
 		slog.Warn("WARNING: serving the API on tcp://" + c.TCP + " without TLS (--insecure-tcp): anyone who reaches it controls your containers")
 		return l, nil

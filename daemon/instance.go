@@ -19,13 +19,16 @@ import (
 type instance struct {
 	lock    *os.File
 	pidFile string
-	socket  string
+	// socket is the daemon's own socket, "" for systemd's.
+	socket string
 }
 
 // ErrAlreadyRunning is returned when another daemon holds the lock.
 var ErrAlreadyRunning = errors.New("hutch daemon is already running")
 
-func acquire(c *config.Config) (*instance, error) {
+// acquire takes the lock. ownSocket is false when systemd made the socket:
+// the daemon then neither replaces nor removes it.
+func acquire(c *config.Config, ownSocket bool) (*instance, error) {
 	if err := os.MkdirAll(c.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("state dir: %w", err)
 	}
@@ -49,21 +52,28 @@ func acquire(c *config.Config) (*instance, error) {
 		}
 		return nil, fmt.Errorf("lock: %w", err)
 	}
-	// Whatever a dead daemon left is stale now that we hold the lock.
-	if err := os.Remove(c.Socket); err != nil && !errors.Is(err, os.ErrNotExist) {
-		f.Close()
-		return nil, fmt.Errorf("removing stale socket %s: %w", c.Socket, err)
+	socket := ""
+	if ownSocket {
+		socket = c.Socket
+		// Whatever a dead daemon left is stale now that we hold the lock.
+		if err := os.Remove(c.Socket); err != nil && !errors.Is(err, os.ErrNotExist) {
+			f.Close()
+			return nil, fmt.Errorf("removing stale socket %s: %w", c.Socket, err)
+		}
 	}
 	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("pid file: %w", err)
 	}
-	return &instance{lock: f, pidFile: pidFile, socket: c.Socket}, nil
+	return &instance{lock: f, pidFile: pidFile, socket: socket}, nil
 }
 
-// release removes the socket and the pid file, then drops the lock.
+// release removes the socket (its own) and the pid file, then drops the
+// lock.
 func (in *instance) release() {
-	os.Remove(in.socket)
+	if in.socket != "" {
+		os.Remove(in.socket)
+	}
 	os.Remove(in.pidFile)
 	in.lock.Close()
 }

@@ -22,6 +22,7 @@ func daemonCommand() *cli.Command {
 			&cli.StringFlag{Name: "idmap", Value: "auto", Usage: "user namespace mapping: auto (subuid ranges when present) or single (only your uid)"},
 			&cli.BoolFlag{Name: "live-restore", Value: true, Usage: "keep containers running while the engine is stopped, restarted or upgraded (default from daemon.json's live-restore, else on)"},
 			&cli.StringFlag{Name: "network", Value: "auto", Usage: "container network: slirp4netns, none, or auto (slirp4netns where it can run, else none)"},
+			&cli.StringFlag{Name: "idle-exit", Usage: "exit after this long (5m, 90s) with no container running and no client connected; hutch.socket starts it again (0: never, the default)"},
 		},
 		Action: func(c *cli.Context) error {
 			var liveRestore *bool
@@ -41,6 +42,7 @@ func daemonCommand() *cli.Command {
 				LogLevel:    c.String("log-level"),
 				IDMap:       c.String("idmap"),
 				Network:     c.String("network"),
+				IdleExit:    c.String("idle-exit"),
 			})
 		},
 	}

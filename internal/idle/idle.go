@@ -1,0 +1,236 @@
+// Package idle watches what keeps a daemon busy: the API connections it
+// has open (requests, keep-alive connections, attach, exec and event
+// streams, BuildKit sessions) and whatever its Busy function reports
+// (running containers). It decides when the daemon has been idle long
+// enough to exit (socket activation starts it again), and gives the Go
+// heap a burst left behind back to the kernel once the API goes quiet.
+package idle
+
+import (
+	"context"
+	"errors"
+	"net"
+	"runtime/debug"
+	"sync"
+	"time"
+)
+
+// ErrIdle ends the Accept of a Tracker's listener when the daemon has
+// been idle for the idle-exit time: the server stops there.
+var ErrIdle = errors.New("idle: exiting")
+
+// Busy reports whether the daemon has work that outlives any connection
+// (a running, paused or restarting container).
+type Busy func(ctx context.Context) bool
+
+// Options configure a Tracker.
+type Options struct {
+	// Exit is how long the daemon stays idle before it exits; 0 never.
+	Exit time.Duration
+	// Busy is consulted whenever no connection is open; nil is never busy.
+	Busy Busy
+	// Quiet is how long the API must be quiet (no connection opened or
+	// closed) before memory is returned; 0 never.
+	Quiet time.Duration
+	// Tick is how often the tracker looks (default: Exit/10, between
+	// 100ms and 5s; 5s without Exit).
+	Tick time.Duration
+	// OnRelease, when set, is told how long each return of memory took.
+	OnRelease func(took time.Duration)
+}
+
+// Tracker counts connections and decides when the daemon is idle.
+type Tracker struct {
+	opts Options
+
+	mu    sync.Mutex
+	conns int
+	// last is when a connection last opened or closed; idleSince when
+	// the daemon was last seen busy (a connection or Busy).
+	last, idleSince time.Time
+	// released is set when memory was returned since the last activity.
+	released bool
+	// due is set by Run when the idle time has passed: the Accept that
+	// sees it decides, with no connection in flight.
+	due chan struct{}
+}
+
+// New returns a Tracker; the daemon counts as busy from now on.
+func New(o Options) *Tracker {
+	if o.Tick == 0 {
+		o.Tick = 5 * time.Second
+		if o.Exit > 0 {
+			o.Tick = min(max(o.Exit/10, 100*time.Millisecond), o.Tick)
+		}
+	}
+	now := time.Now()
+	return &Tracker{opts: o, last: now, idleSince: now, due: make(chan struct{}, 1)}
+}
+
+// Conns is the number of connections open now.
+func (t *Tracker) Conns() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.conns
+}
+
+func (t *Tracker) opened() {
+	t.mu.Lock()
+	t.conns++
+	t.last, t.released = time.Now(), false
+	t.mu.Unlock()
+}
+
+func (t *Tracker) closed() {
+	t.mu.Lock()
+	t.conns--
+	now := time.Now()
+	t.last, t.idleSince, t.released = now, now, false
+	t.mu.Unlock()
+}
+
+// Run looks at the daemon every tick until ctx ends: it returns memory
+// after a quiet spell and, once the daemon has been idle for Exit, wakes
+// the listener's Accept (which decides and ends with ErrIdle).
+func (t *Tracker) Run(ctx context.Context, wake func()) {
+	tick := time.NewTicker(t.opts.Tick)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		t.release()
+		if t.opts.Exit == 0 {
+			continue
+		}
+		t.mu.Lock()
+		conns, since := t.conns, t.idleSince
+		t.mu.Unlock()
+		if conns > 0 || t.busy(ctx) {
+			t.mu.Lock()
+			t.idleSince = time.Now()
+			t.mu.Unlock()
+			continue
+		}
+		if time.Since(since) >= t.opts.Exit {
+			select {
+			case t.due <- struct{}{}:
+			default:
+			}
+			wake()
+		}
+	}
+}
+
+func (t *Tracker) busy(ctx context.Context) bool {
+	return t.opts.Busy != nil && t.opts.Busy(ctx)
+}
+
+// release returns the heap's free pages to the kernel once per quiet
+// spell. The runtime's own scavenger keeps a share above the heap goal,
+// and the forced collection every two minutes does not come for a
+// daemon that allocates nothing: without this an idle engine keeps the
+// peak of the last burst.
+func (t *Tracker) release() {
+	if t.opts.Quiet == 0 {
+		return
+	}
+	t.mu.Lock()
+	due := !t.released && t.conns == 0 && time.Since(t.last) >= t.opts.Quiet
+	t.released = t.released || due
+	t.mu.Unlock()
+	if !due {
+		return
+	}
+	start := time.Now()
+	debug.FreeOSMemory()
+	if t.opts.OnRelease != nil {
+		t.opts.OnRelease(time.Since(start))
+	}
+}
+
+// exitNow decides, in the accepting goroutine, whether the daemon exits:
+// no connection is open and none can open meanwhile (only this
+// goroutine accepts), and Busy says no.
+func (t *Tracker) exitNow(ctx context.Context) bool {
+	t.mu.Lock()
+	conns := t.conns
+	t.mu.Unlock()
+	if conns > 0 || t.busy(ctx) {
+		t.mu.Lock()
+		t.idleSince = time.Now()
+		t.mu.Unlock()
+		return false
+	}
+	return true
+}
+
+// deadliner is a listener whose Accept can be woken without closing it
+// (*net.UnixListener, *net.TCPListener).
+type deadliner interface {
+	net.Listener
+	SetDeadline(time.Time) error
+}
+
+// Listener counts l's connections. With exit set (one listener of the
+// daemon's), its Accept also ends the daemon: when Run finds the daemon
+// idle it wakes the Accept (a deadline in the past), which checks again
+// and returns ErrIdle, or goes on accepting. Deciding where connections
+// are accepted is what keeps an idle exit from racing a new client: a
+// connection that is not accepted stays queued in the socket, which
+// systemd keeps, for the next start.
+func (t *Tracker) Listener(ctx context.Context, l net.Listener, exit bool) (net.Listener, func()) {
+	tl := &listener{Listener: l, t: t, ctx: ctx}
+	wake := func() {}
+	if d, ok := l.(deadliner); ok && exit {
+		tl.exit = d
+		wake = func() { d.SetDeadline(time.Now()) }
+	}
+	return tl, wake
+}
+
+type listener struct {
+	net.Listener
+	t    *Tracker
+	ctx  context.Context
+	exit deadliner
+}
+
+func (l *listener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err == nil {
+			l.t.opened()
+			return &conn{Conn: c, t: l.t}, nil
+		}
+		var ne net.Error
+		if l.exit == nil || !errors.As(err, &ne) || !ne.Timeout() {
+			return nil, err
+		}
+		select {
+		case <-l.t.due:
+		default:
+			// A stale wake-up: the idle time was reset meanwhile.
+			l.exit.SetDeadline(time.Time{})
+			continue
+		}
+		if l.t.exitNow(l.ctx) {
+			return nil, ErrIdle
+		}
+		l.exit.SetDeadline(time.Time{})
+	}
+}
+
+type conn struct {
+	net.Conn
+	t    *Tracker
+	once sync.Once
+}
+
+func (c *conn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.t.closed)
+	return err
+}
