@@ -10,8 +10,17 @@ GOFLAGS_BUILD := -trimpath -tags "$(TAGS)" -ldflags "$(LDFLAGS)"
 # compiles runc's seccomp support, which links libseccomp (libseccomp.a).
 RUNTIME_FLAGS := -trimpath -tags "$(TAGS) osusergo netgo seccomp" -ldflags "$(LDFLAGS) -linkmode external -extldflags -static"
 export CGO_ENABLED := 1
+# make install: as root into /usr/local, as a user into ~/.local; hutch
+# finds its helper binaries beside itself. DESTDIR stages a package.
+ifeq ($(shell id -u),0)
+PREFIX   ?= /usr/local
+else
+PREFIX   ?= $(HOME)/.local
+endif
+BINDIR   ?= $(PREFIX)/bin
+BINARIES := hutch hutch-runtime hutch-shim hutch-ns hutch-init hutch-buildkit
 
-.PHONY: all build libseccomp test unit integration compat lint run demo bench clean
+.PHONY: all build libseccomp install uninstall test unit integration compat lint run demo bench clean
 
 all: build
 
@@ -33,6 +42,18 @@ libseccomp:
 	  echo "  Fedora: dnf install libseccomp-devel libseccomp-static pkgconf" >&2; \
 	  echo "  (as root, bash contrib/test/setup-root.sh installs everything the tests need)" >&2; \
 	  exit 1; }
+# The binaries into $(DESTDIR)$(BINDIR); `hutch install` then sets up the
+# service and the docker context (docs/install.md).
+install: build
+	install -d $(DESTDIR)$(BINDIR)
+	install -m 0755 $(addprefix bin/,$(BINARIES)) $(DESTDIR)$(BINDIR)/
+	@echo "installed in $(DESTDIR)$(BINDIR); next: $(BINDIR)/hutch install"
+
+# Removes what install put there (and the bin directory if that leaves it
+# empty). `hutch uninstall` first removes the service and the context.
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(BINARIES))
+	-rmdir --ignore-fail-on-non-empty $(DESTDIR)$(BINDIR)
 
 # As root: installs the Debian packages, creates the unprivileged test user
 # and runs the integration tests as that user. As a user: runs them directly.

@@ -59,6 +59,6 @@ func newApp() *cli.App {
 		Version:         version.Version,
 		HideHelpCommand: true,
 		// Never a command named "init": libcontainer re-executes the shim with it.
-		Commands: []*cli.Command{daemonCommand(), checkCommand(), envCommand(), versionCommand()},
+		Commands: []*cli.Command{daemonCommand(), installCommand(), uninstallCommand(), checkCommand(), envCommand(), versionCommand()},
 	}
 }
