@@ -65,6 +65,7 @@ func newTracker(c *config.Config, eng *engine.Engine, log *slog.Logger) *idle.Tr
 		Quiet: quietSpell,
 		OnRelease: func(took time.Duration) {
 			log.Debug("returned free memory to the system", "took", took)
+
 		},
 	})
 }

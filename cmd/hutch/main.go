@@ -21,6 +21,9 @@ import (
 )
 
 func init() {
+	// No heap profile is ever read from the daemon: its sampling buckets
+	// would hold a megabyte and more of the engine's idle memory.
+	runtime.MemProfileRate = 0
 	// The main goroutine keeps the main thread, so no other goroutine ever
 	// runs there: the engine's threads that enter the detached network
 	// namespace (rootless/child, rootless/network) never land on it, and
