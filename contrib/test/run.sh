@@ -49,6 +49,9 @@ go test -tags "$TAGS seccomp" -count=1 ./engine/shim/oci/...
 echo "== fuzz (short runs of every target)"
 bash contrib/test/fuzz.sh
 
+echo "== make install and make uninstall"
+bash contrib/test/install.sh
+
 echo "== integration tests (as $(as_user id -un), uid $(as_user id -u))"
 (cd "$out" && as_user env HUTCH_BIN="$out/hutch" HUTCH_SHIM="$out/hutch-shim" \
 	"$out/integration.test" -test.v -test.count=1 -test.timeout=20m)
