@@ -39,6 +39,7 @@ type Results struct {
 	Pull      Pull   `json:"pull"`
 	Load      Load   `json:"concurrency"`
 	Memory    Memory `json:"memory"`
+	Idle      Idle   `json:"idle"`
 	Net       Net    `json:"throughput"`
 	ColdStart Dist   `json:"cold_start"`
 	Stop      Dist   `json:"stop"`
@@ -69,7 +70,7 @@ func (r *Results) fillHost(c config) {
 // derive computes the summaries, ratios and verdicts.
 func (r *Results) derive() {
 	for _, d := range []*Dist{&r.Seed, &r.SeedUnconfined, &r.Runc, &r.DockerRun, &r.DockerCLI, &r.Pull.Hutch, &r.Pull.Baseline,
-		&r.Load.Latency, &r.Load.Single, &r.ColdStart, &r.Stop} {
+		&r.Load.Latency, &r.Load.Single, &r.ColdStart, &r.Stop, &r.Idle.Activation} {
 		d.summarize()
 	}
 	r.Build.derive()
@@ -114,6 +115,8 @@ func (r *Results) derive() {
 		add(true, fmt.Sprintf("overhead per container, PSS (at %d)", pc.Containers),
 			fmt.Sprintf("%.2f MiB", mib(pc.PSS)), "≤ 3 MiB", mib(pc.PSS) <= 3)
 	}
+	add(r.Idle.Fresh.TreeRSS > 0, fmt.Sprintf("idle tree RSS %s after %d containers vs before", idleAfter, idleBurst),
+		fmt.Sprintf("%+.1f MiB", mib(r.Idle.Growth)), "≤ +2 MiB", mib(r.Idle.Growth) <= 2)
 	b := r.Build
 	// The same client on both sides (bkctl makes buildctl's calls), so
 	// that the ratio is the engines'.
@@ -238,6 +241,7 @@ func (r *Results) printTable(w io.Writer) {
 				mib(pc.RSS), mib(pc.PSS), mib(pc.ShimRSS), mib(pc.ShimPSS))
 		}
 	}
+	r.Idle.print(w)
 	r.Build.print(w)
 
 	fmt.Fprintln(w)

@@ -12,6 +12,7 @@ import (
 	"net"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -29,8 +30,10 @@ type Options struct {
 	Exit time.Duration
 	// Busy is consulted whenever no connection is open; nil is never busy.
 	Busy Busy
-	// Quiet is how long the API must be quiet (no connection opened or
-	// closed) before memory is returned; 0 never.
+	// Quiet is how long the API must be quiet (no connection opened,
+	// read from or closed) before memory is returned; 0 never. Open
+	// connections with nothing on them (a client's keep-alive, a
+	// stream) do not keep it from being quiet.
 	Quiet time.Duration
 	// Tick is how often the tracker looks (default: Exit/10, between
 	// 100ms and 5s; 5s without Exit).
@@ -45,11 +48,12 @@ type Tracker struct {
 
 	mu    sync.Mutex
 	conns int
-	// last is when a connection last opened or closed; idleSince when
-	// the daemon was last seen busy (a connection or Busy).
-	last, idleSince time.Time
-	// released is set when memory was returned since the last activity.
-	released bool
+	// idleSince is when the daemon was last seen busy (a connection or
+	// Busy).
+	idleSince time.Time
+	// active is when (unix nanoseconds) a connection last opened, read
+	// or closed; released is when memory was last returned.
+	active, released atomic.Int64
 	// due is set by Run when the idle time has passed: the Accept that
 	// sees it decides, with no connection in flight.
 	due chan struct{}
@@ -63,8 +67,9 @@ func New(o Options) *Tracker {
 			o.Tick = min(max(o.Exit/10, 100*time.Millisecond), o.Tick)
 		}
 	}
-	now := time.Now()
-	return &Tracker{opts: o, last: now, idleSince: now, due: make(chan struct{}, 1)}
+	t := &Tracker{opts: o, idleSince: time.Now(), due: make(chan struct{}, 1)}
+	t.touch()
+	return t
 }
 
 // Conns is the number of connections open now.
@@ -74,18 +79,21 @@ func (t *Tracker) Conns() int {
 	return t.conns
 }
 
+// touch records activity on the API.
+func (t *Tracker) touch() { t.active.Store(time.Now().UnixNano()) }
+
 func (t *Tracker) opened() {
+	t.touch()
 	t.mu.Lock()
 	t.conns++
-	t.last, t.released = time.Now(), false
 	t.mu.Unlock()
 }
 
 func (t *Tracker) closed() {
+	t.touch()
 	t.mu.Lock()
 	t.conns--
-	now := time.Now()
-	t.last, t.idleSince, t.released = now, now, false
+	t.idleSince = time.Now()
 	t.mu.Unlock()
 }
 
@@ -137,14 +145,12 @@ func (t *Tracker) release() {
 	if t.opts.Quiet == 0 {
 		return
 	}
-	t.mu.Lock()
-	due := !t.released && t.conns == 0 && time.Since(t.last) >= t.opts.Quiet
-	t.released = t.released || due
-	t.mu.Unlock()
-	if !due {
+	active := t.active.Load()
+	if t.released.Load() > active || time.Since(time.Unix(0, active)) < t.opts.Quiet {
 		return
 	}
 	start := time.Now()
+	t.released.Store(start.UnixNano())
 	debug.FreeOSMemory()
 	if t.opts.OnRelease != nil {
 		t.opts.OnRelease(time.Since(start))
@@ -227,6 +233,14 @@ type conn struct {
 	net.Conn
 	t    *Tracker
 	once sync.Once
+}
+
+func (c *conn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if n > 0 {
+		c.t.touch()
+	}
+	return n, err
 }
 
 func (c *conn) Close() error {
