@@ -138,9 +138,16 @@ func benchActivation(ctx context.Context, e *env, m *Idle) error {
 		go func() {
 			// systemd's part: wait for a client, start the service.
 			fds := []unix.PollFd{{Fd: int32(f.Fd()), Events: unix.POLLIN}}
-			if _, err := unix.Poll(fds, 30_000); err != nil {
-				started <- err
-				return
+			for {
+				n, err := unix.Poll(fds, 30_000)
+				if err == unix.EINTR {
+					continue
+				}
+				if err != nil || n == 0 {
+					started <- fmt.Errorf("no client in the socket: %d %v", n, err)
+					return
+				}
+				break
 			}
 			cmd = exec.Command("sh", "-c", `LISTEN_PID=$$ LISTEN_FDS=1 exec "$0" daemon --idle-exit 1s`, e.cfg.hutch)
 			cmd.Env, cmd.ExtraFiles, cmd.Stdout, cmd.Stderr = env, []*os.File{f}, logf, logf
@@ -151,6 +158,7 @@ func benchActivation(ctx context.Context, e *env, m *Idle) error {
 		if err != nil {
 			return err
 		}
+		c.SetDeadline(time.Now().Add(time.Minute))
 		if _, err := io.WriteString(c, "GET /_ping HTTP/1.1\r\nHost: hutch\r\nConnection: close\r\n\r\n"); err != nil {
 			c.Close()
 			return err
@@ -160,6 +168,9 @@ func benchActivation(ctx context.Context, e *env, m *Idle) error {
 		c.Close()
 		if err := <-started; err != nil {
 			return fmt.Errorf("starting the daemon: %w", err)
+		}
+		if cmd == nil {
+			return fmt.Errorf("no daemon started")
 		}
 		if err != nil || !strings.HasPrefix(string(b), "HTTP/1.1 200") {
 			cmd.Process.Kill()
