@@ -186,21 +186,20 @@ func installUnits(ctx context.Context, s scope, o Options) ([]string, error) {
 	}
 	enabled, _ := s.systemctl(ctx, "is-enabled", SocketUnit)
 	active, _ := s.systemctl(ctx, "is-active", SocketUnit)
-	if enabled != "enabled" || active != "active" {
+	switch {
+	case enabled != "enabled" || active != "active":
 		if _, err := s.systemctl(ctx, "enable", "--now", SocketUnit); err != nil {
 			return nil, err
 		}
 		changes = append(changes, "enabled and started "+SocketUnit)
-	}
-	if len(changes) > 0 {
-		// A daemon of the old units runs on until it is idle or
-		// restarted: restart it now if it runs.
-		if active, _ := s.systemctl(ctx, "is-active", ServiceUnit); active == "active" {
-			if _, err := s.systemctl(ctx, "try-restart", ServiceUnit); err != nil {
-				return nil, err
-			}
-			changes = append(changes, "restarted "+ServiceUnit)
+	case len(changes) > 0:
+		// The socket keeps its old settings, and a running daemon its
+		// old command line, until restarted; the service stops with its
+		// socket (Requires=) and the next connection starts the new one.
+		if _, err := s.systemctl(ctx, "restart", SocketUnit); err != nil {
+			return nil, err
 		}
+		changes = append(changes, "restarted "+SocketUnit+" (a running daemon stopped; the next connection starts it)")
 	}
 	return changes, nil
 }
