@@ -275,3 +275,21 @@ func TestSystemdSocketActivate(t *testing.T) {
 		t.Errorf("the daemon did not serve the socket it was given:\n%s", log.String())
 	}
 }
+
+// The single-UID parent (rootless/single_linux.go) starts the engine
+// itself; the socket reaches it the same way.
+func TestSocketActivationSingleUID(t *testing.T) {
+	a := activate(t, "--idmap", "single", "--idle-exit", "2s")
+	for i := 1; i <= 2; i++ {
+		if out, err := a.docker(t, "info", "--format", "{{.ServerVersion}}"); err != nil {
+			t.Fatalf("docker info, start %d: %v\n%s\n--- daemon log ---\n%s", i, err, out, a.log.String())
+		}
+		a.waitExit(time.Minute)
+	}
+	if n := a.Starts(); n != 2 {
+		t.Errorf("%d starts, want 2", n)
+	}
+	if !strings.Contains(a.log.String(), "idmap=single") {
+		t.Errorf("not in single-UID mode:\n%s", a.log.String())
+	}
+}
