@@ -126,7 +126,13 @@ func gainCaps(fromParent, toParent *os.File) error {
 	if err != nil {
 		return err
 	}
-	return fmt.Errorf("re-executing to gain the capabilities: %w", syscall.Exec(exe, os.Args, os.Environ()))
+	err = syscall.Exec(exe, os.Args, os.Environ())
+	// The pipes' Files must not be collected before the exec (a GC while
+	// newuidmap runs): their finalizers would close the descriptors the
+	// next run speaks on.
+	runtime.KeepAlive(fromParent)
+	runtime.KeepAlive(toParent)
+	return fmt.Errorf("re-executing to gain the capabilities: %w", err)
 }
 
 // hasCaps reports whether this process has effective capabilities.
