@@ -252,7 +252,7 @@ func runEngine(ctx context.Context, c *config.Config, log *slog.Logger, sock *os
 	bk := buildkitProxy(c, runtimeBin, log)
 	defer bk.Close()
 	srv := apiserver.New(eng, apiserver.Options{Logger: log, Version: version.Version, BuildKit: bk})
-	tracker := newTracker(c, eng, log)
+	tracker := newTracker(c, eng, bk, log)
 	l, wake := tracker.Listener(ctx, l, c.IdleExit > 0)
 	go tracker.Run(ctx, wake)
 	// An idle exit ends the unix socket's Serve; this ends the TCP one's.

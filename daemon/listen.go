@@ -1,11 +1,13 @@
 package daemon
 
 import (
+	"context"
 	"log/slog"
 	"net"
 	"os"
 	"time"
 
+	"github.com/hutch-engine/hutch/buildkit/proxy"
 	"github.com/hutch-engine/hutch/config"
 	"github.com/hutch-engine/hutch/engine"
 	"github.com/hutch-engine/hutch/internal/activation"
@@ -58,10 +60,14 @@ const quietSpell = 10 * time.Second
 
 // newTracker watches the engine's connections and containers for
 // --idle-exit and returns the heap's free memory after a quiet spell.
-func newTracker(c *config.Config, eng *engine.Engine, log *slog.Logger) *idle.Tracker {
+// A build keeps it up too: hutch-buildkit, which takes the builds'
+// connections whole, is running.
+func newTracker(c *config.Config, eng *engine.Engine, bk *proxy.Proxy, log *slog.Logger) *idle.Tracker {
 	return idle.New(idle.Options{
-		Exit:  time.Duration(c.IdleExit),
-		Busy:  eng.Busy,
+		Exit: time.Duration(c.IdleExit),
+		Busy: func(ctx context.Context) bool {
+			return eng.Busy(ctx) || bk.Running()
+		},
 		Quiet: quietSpell,
 		OnRelease: func(took time.Duration) {
 			log.Debug("returned free memory to the system", "took", took)

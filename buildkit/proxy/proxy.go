@@ -385,6 +385,15 @@ func (p *Proxy) Close() {
 	}
 }
 
+// Running reports whether hutch-buildkit runs: the engine does not see
+// the builds' connections, which it hands over, and stays up while one
+// may be open (--idle-exit).
+func (p *Proxy) Running() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cmd != nil
+}
+
 // Available reports whether hutch-buildkit was found.
 func (p *Proxy) Available() bool { return p.opt.Binary != "" }
 

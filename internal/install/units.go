@@ -26,8 +26,10 @@ type unitOptions struct {
 // units returns the unit files by name. The socket is systemd's: it
 // exists from login (or boot) on, the first connection starts the
 // daemon, and a daemon that exited when idle is started again by the
-// next one. KillMode=mixed: SIGTERM reaches the daemon's host process
-// alone, which stops its containers and exits; what is left is killed.
+// next one. KillMode=process, as Docker's unit has: SIGTERM reaches the
+// daemon alone, which with live restore (the default) leaves its
+// containers and the keeper of their namespaces running for the next
+// start, and without it stops them before it exits.
 func units(o unitOptions) map[string]string {
 	wanted := "sockets.target"
 	exec := []string{systemdQuote(o.Binary), "daemon"}
@@ -59,7 +61,7 @@ Type=simple
 ExecStart=%s
 Restart=on-failure
 RestartSec=2s
-KillMode=mixed
+KillMode=process
 TimeoutStopSec=2min
 `, SocketUnit, SocketUnit, strings.Join(exec, " "))
 	return map[string]string{SocketUnit: socket, ServiceUnit: service}
