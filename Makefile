@@ -31,6 +31,7 @@ build: libseccomp
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o bin/hutch-ns ./cmd/hutch-ns
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o bin/hutch-init ./cmd/hutch-init
 	$(GO) build $(GOFLAGS_BUILD) -o bin/hutch-buildkit ./cmd/hutch-buildkit
+	$(GO) build $(GOFLAGS_BUILD) -o bin/hutch-swarm ./cmd/hutch-swarm
 
 # hutch-runtime installs containers' seccomp filters with libseccomp, linked
 # statically: say what to install rather than fail in cgo.

@@ -73,12 +73,15 @@ type Options struct {
 	Version string
 	// BuildKit serves BuildKit's endpoints; nil: none (classic builds only).
 	BuildKit BuildKit
+	// Swarm serves the swarm endpoints; nil: swarm mode is not available.
+	Swarm Swarm
 }
 
 // Server is the Docker API server. Create it with New.
 type Server struct {
 	backend      Backend
 	buildkit     BuildKit
+	swarm        Swarm
 	log          *slog.Logger
 	experimental string // "true" or "false", as sent in Docker-Experimental
 	serverHeader string
@@ -93,6 +96,7 @@ func New(b Backend, o Options) *Server {
 	s := &Server{
 		backend:      b,
 		buildkit:     o.BuildKit,
+		swarm:        o.Swarm,
 		log:          o.Logger,
 		experimental: fmt.Sprint(o.Experimental),
 	}

@@ -1,6 +1,8 @@
 package apiserver
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"sort"
@@ -10,18 +12,23 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/plugin"
 
+	"github.com/moby/moby/api/types/swarm"
+
 	"github.com/hutch-engine/hutch/engine/container"
+	swarmproxy "github.com/hutch-engine/hutch/swarm/proxy"
 )
 
-// hutch never joins a swarm and has no plugin system. Its swarm and plugin
-// endpoints answer as dockerd does on a node outside any swarm with no
-// plugin installed, so that clients get Docker's statuses and messages
-// (moby's daemon/cluster and daemon/pkg/plugin) rather than "page not found".
+// Swarm mode lives in hutch-swarm (docs/swarm.md): the engine forwards the
+// swarm endpoints to it while it runs, and starts it for swarm init and
+// join. Outside any swarm these endpoints answer as dockerd does on a node
+// outside any swarm, and the plugin endpoints as dockerd with no plugin
+// installed, so that clients get Docker's statuses and messages (moby's
+// daemon/cluster and daemon/pkg/plugin) rather than "page not found".
 var (
 	errNotSwarmManager = errdefs.ErrUnavailable.WithMessage(`This node is not a swarm manager. Use "docker swarm init" or "docker swarm join" to connect this node to swarm and try again.`)
 	errNotInSwarm      = errdefs.ErrUnavailable.WithMessage("This node is not part of a swarm")
-	// dockerd would create or join a swarm here; hutch cannot.
-	errNoSwarmMode = errdefs.ErrNotImplemented.WithMessage("hutch does not support swarm mode")
+	// An engine without hutch-swarm cannot create or join a swarm.
+	errNoSwarmMode = errdefs.ErrNotImplemented.WithMessage("swarm mode is not available: hutch-swarm was not found beside the hutch binary or on PATH")
 	// dockerd would fetch or build a plugin here; hutch cannot.
 	errNoPlugins = errdefs.ErrNotImplemented.WithMessage("hutch does not support plugins")
 )
@@ -33,6 +40,57 @@ func notSwarmManager(http.ResponseWriter, *http.Request) error { return errNotSw
 func swarmLeave(http.ResponseWriter, *http.Request) error { return errNotInSwarm }
 
 func swarmUnsupported(http.ResponseWriter, *http.Request) error { return errNoSwarmMode }
+
+// Swarm is the engine's way to hutch-swarm.
+type Swarm interface {
+	// Forward serves a swarm request; an error wrapping
+	// swarmproxy.ErrNotRunning says no node runs and the request starts
+	// none: the engine answers it as a node outside any swarm.
+	Forward(w http.ResponseWriter, r *http.Request) error
+	// Info is /info's Swarm section; Status the same without the
+	// cluster's counts, for /_ping.
+	Info(ctx context.Context) swarm.Info
+	Status(ctx context.Context) swarm.Info
+}
+
+// swarmRoute forwards a swarm endpoint to hutch-swarm, or answers with
+// outside, as a node outside any swarm does.
+func (s *Server) swarmRoute(outside apiFunc) apiFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if s.swarm == nil {
+			return outside(w, r)
+		}
+		err := s.swarm.Forward(w, r)
+		if errors.Is(err, swarmproxy.ErrNotRunning) {
+			return outside(w, r)
+		}
+		return err
+	}
+}
+
+// swarmInfo is the Swarm section of /info.
+func (s *Server) swarmInfo(ctx context.Context) swarm.Info {
+	if s.swarm == nil {
+		return swarm.Info{LocalNodeState: swarm.LocalNodeStateInactive}
+	}
+	return s.swarm.Info(ctx)
+}
+
+// swarmHeader is /_ping's Swarm header as Docker sends it: "inactive",
+// "pending", "error", "locked", or "active/manager" and "active/worker".
+func (s *Server) swarmHeader(ctx context.Context) string {
+	if s.swarm == nil {
+		return string(swarm.LocalNodeStateInactive)
+	}
+	st := s.swarm.Status(ctx)
+	if st.LocalNodeState != swarm.LocalNodeStateActive {
+		return string(st.LocalNodeState)
+	}
+	if st.ControlAvailable {
+		return "active/manager"
+	}
+	return "active/worker"
+}
 
 func pluginsUnsupported(http.ResponseWriter, *http.Request) error { return errNoPlugins }
 

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/moby/moby/api/types/build"
-	"github.com/moby/moby/api/types/swarm"
 )
 
 // ping answers GET and HEAD /_ping. Clients negotiate the API version from
@@ -22,7 +21,7 @@ func (s *Server) ping(w http.ResponseWriter, r *http.Request) error {
 	} else {
 		h.Set("Builder-Version", string(build.BuilderV1))
 	}
-	h.Set("Swarm", string(swarm.LocalNodeStateInactive))
+	h.Set("Swarm", s.swarmHeader(r.Context()))
 	h.Set("Content-Type", "text/plain; charset=utf-8")
 	if r.Method == http.MethodHead {
 		h.Set("Content-Length", "0")
@@ -75,6 +74,7 @@ func (s *Server) info(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	info.ExperimentalBuild = s.experimental == "true"
+	info.Swarm = s.swarmInfo(r.Context())
 	out, err := infoFor(*info, APIVersion(r.Context()))
 	if err != nil {
 		return err

@@ -34,6 +34,7 @@ import (
 	rootlessnet "github.com/hutch-engine/hutch/rootless/network"
 	"github.com/hutch-engine/hutch/rootless/preflight"
 	"github.com/hutch-engine/hutch/storage"
+	swarmproxy "github.com/hutch-engine/hutch/swarm/proxy"
 	"github.com/hutch-engine/hutch/version"
 )
 
@@ -251,13 +252,22 @@ func runEngine(ctx context.Context, c *config.Config, log *slog.Logger, sock *os
 	}
 	bk := buildkitProxy(c, runtimeBin, log)
 	defer bk.Close()
-	srv := apiserver.New(eng, apiserver.Options{Logger: log, Version: version.Version, BuildKit: bk})
-	tracker := newTracker(c, eng, bk, log)
+	sw := swarmProxy(c, log)
+	defer sw.Close()
+	srv := apiserver.New(eng, apiserver.Options{Logger: log, Version: version.Version, BuildKit: bk, Swarm: sw})
+	tracker := newTracker(c, eng, bk, sw, log)
 	l, wake := tracker.Listener(ctx, l, c.IdleExit > 0)
 	go tracker.Run(ctx, wake)
 	// An idle exit ends the unix socket's Serve; this ends the TCP one's.
 	serveCtx, stopServing := context.WithCancel(ctx)
 	defer stopServing()
+	// A swarm's node comes back with the engine: hutch-swarm talks to the
+	// engine's API, served from here on.
+	go func() {
+		if err := sw.Resume(ctx); err != nil {
+			log.Error("swarm mode: the node does not start again", "err", err)
+		}
+	}()
 	var tcpErr chan error
 	if c.TCP != "" {
 		tl, err := listenTCP(c, func(l net.Listener) net.Listener { l, _ = tracker.Listener(ctx, l, false); return l })
@@ -304,6 +314,24 @@ func buildkitProxy(c *config.Config, runtimeBin string, log *slog.Logger) *proxy
 		Debug:              c.LogLevel == "debug",
 		Log:                log,
 		IdleExit:           buildkitIdle,
+	})
+}
+
+// swarmProxy is the engine's way to hutch-swarm, which it starts at swarm
+// init or join, or now when a swarm's state is on disk.
+func swarmProxy(c *config.Config, log *slog.Logger) *swarmproxy.Proxy {
+	bin, err := helperBinary("hutch-swarm", "HUTCH_SWARM")
+	if err != nil {
+		log.Debug("swarm mode is not available", "err", err)
+		bin = ""
+	}
+	return swarmproxy.New(swarmproxy.Options{
+		Binary:       bin,
+		Root:         filepath.Join(c.DataRoot, "swarm"),
+		StateDir:     filepath.Join(c.StateDir, "swarm"),
+		EngineSocket: c.Socket,
+		Debug:        c.LogLevel == "debug",
+		Log:          log,
 	})
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/hutch-engine/hutch/engine"
 	"github.com/hutch-engine/hutch/internal/activation"
 	"github.com/hutch-engine/hutch/internal/idle"
+	swarmproxy "github.com/hutch-engine/hutch/swarm/proxy"
 )
 
 // fromSystemd takes the socket systemd passed to `hutch daemon`
@@ -61,12 +62,13 @@ const quietSpell = 10 * time.Second
 // newTracker watches the engine's connections and containers for
 // --idle-exit and returns the heap's free memory after a quiet spell.
 // A build keeps it up too: hutch-buildkit, which takes the builds'
-// connections whole, is running.
-func newTracker(c *config.Config, eng *engine.Engine, bk *proxy.Proxy, log *slog.Logger) *idle.Tracker {
+// connections whole, is running; and so does swarm mode: a node of a
+// swarm stays up for its swarm.
+func newTracker(c *config.Config, eng *engine.Engine, bk *proxy.Proxy, sw *swarmproxy.Proxy, log *slog.Logger) *idle.Tracker {
 	return idle.New(idle.Options{
 		Exit: time.Duration(c.IdleExit),
 		Busy: func(ctx context.Context) bool {
-			return eng.Busy(ctx) || bk.Running()
+			return eng.Busy(ctx) || bk.Running() || sw.Running()
 		},
 		Quiet: quietSpell,
 		OnRelease: func(took time.Duration) {

@@ -12,9 +12,9 @@ import (
 	"github.com/moby/moby/client"
 )
 
-// hutch is never part of a swarm and has no plugins: the docker CLI and the
-// SDK get the errors a Docker Engine outside any swarm, with no plugin
-// installed, gives them, not "page not found".
+// Outside any swarm, and with no plugins: the docker CLI and the SDK get
+// the errors a Docker Engine outside any swarm, with no plugin installed,
+// gives them, not "page not found".
 func TestSwarmAndPluginsRefused(t *testing.T) {
 	d := startDaemon(t)
 	const notManager = `Error response from daemon: This node is not a swarm manager. Use "docker swarm init" or "docker swarm join" to connect this node to swarm and try again.`
@@ -27,7 +27,7 @@ func TestSwarmAndPluginsRefused(t *testing.T) {
 		{[]string{"secret", "ls"}, notManager},
 		{[]string{"config", "ls"}, notManager},
 		{[]string{"swarm", "leave"}, "Error response from daemon: This node is not part of a swarm"},
-		{[]string{"swarm", "init"}, "Error response from daemon: hutch does not support swarm mode"},
+		{[]string{"swarm", "unlock-key"}, "could not fetch unlock key: " + notManager},
 		// The CLI prints what it found (nothing) before the error, as for
 		// every inspect.
 		{[]string{"plugin", "inspect", "nosuch"}, "[]\n" + `Error response from daemon: plugin "nosuch" not found`},
@@ -52,8 +52,11 @@ func TestSwarmAndPluginsRefused(t *testing.T) {
 	if _, err := c.SwarmInspect(ctx, client.SwarmInspectOptions{}); !cerrdefs.IsUnavailable(err) {
 		t.Errorf("SwarmInspect: %v, want an Unavailable error", err)
 	}
-	if _, err := c.SwarmInit(ctx, client.SwarmInitOptions{ListenAddr: "127.0.0.1:2377"}); !cerrdefs.IsNotImplemented(err) {
-		t.Errorf("SwarmInit: %v, want a NotImplemented error", err)
+	if _, err := c.SwarmInit(ctx, client.SwarmInitOptions{ListenAddr: "not an address"}); !cerrdefs.IsInvalidArgument(err) {
+		t.Errorf("SwarmInit with a bad address: %v, want an InvalidArgument error", err)
+	}
+	if out, err := d.Docker(t, "info", "--format", "{{.Swarm.LocalNodeState}}"); err != nil || out != "inactive\n" {
+		t.Errorf("after a refused init, docker info's swarm state: %v %q", err, out)
 	}
 	list, err := c.PluginList(ctx, client.PluginListOptions{})
 	if err != nil || len(list.Items) != 0 {

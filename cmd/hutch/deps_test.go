@@ -51,7 +51,8 @@ func TestCLIVerbsDoNotLinkTheEngine(t *testing.T) {
 // The engine starts hutch-buildkit for builds and links none of BuildKit's
 // solver, worker or control API: every idle engine would carry them
 // (their package inits and mapped pages). The classic builder's
-// Dockerfile parser is the part of BuildKit it links.
+// Dockerfile parser is the part of BuildKit it links. Likewise it starts
+// hutch-swarm for swarm mode and links none of SwarmKit (nor Raft).
 func TestEngineDoesNotLinkBuildKit(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", ".").Output()
 	if err != nil {
@@ -62,7 +63,7 @@ func TestEngineDoesNotLinkBuildKit(t *testing.T) {
 		t.Fatalf("go list -deps listed %d packages", len(deps))
 	}
 	for _, p := range deps {
-		for _, bad := range []string{"github.com/moby/buildkit/solver", "github.com/moby/buildkit/control", "github.com/moby/buildkit/worker", "github.com/containerd/containerd/v2", "go.etcd.io/bbolt"} {
+		for _, bad := range []string{"github.com/moby/buildkit/solver", "github.com/moby/buildkit/control", "github.com/moby/buildkit/worker", "github.com/containerd/containerd/v2", "go.etcd.io/bbolt", "github.com/moby/swarmkit/v2", "go.etcd.io/raft/v3", "github.com/hutch-engine/hutch/swarm/executor", "github.com/hutch-engine/hutch/swarm/convert"} {
 			if p == bad || strings.HasPrefix(p, bad+"/") {
 				t.Errorf("the hutch binary links %s", p)
 			}

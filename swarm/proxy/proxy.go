@@ -1,0 +1,316 @@
+// Package proxy is the engine's side of hutch's swarm mode: it starts
+// hutch-swarm at `docker swarm init` or `join` (and at the engine's start
+// when a swarm's state is on disk), forwards Docker's swarm endpoints to
+// its socket, and asks it for /info's Swarm section. It links nothing of
+// SwarmKit, so an engine outside any swarm carries none of it.
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/swarm"
+)
+
+// Options say how to start hutch-swarm.
+type Options struct {
+	// Binary is hutch-swarm; empty: swarm mode is not available.
+	Binary string
+	// Root, StateDir and EngineSocket are its --root, --state and
+	// --engine.
+	Root, StateDir, EngineSocket string
+	Debug                        bool
+	Log                          *slog.Logger
+}
+
+// ErrNotRunning is Forward's answer when no swarm node runs and the
+// request does not start one: the engine answers as a node outside any
+// swarm.
+var ErrNotRunning = errors.New("hutch-swarm is not running")
+
+// infoPath and stateFile mirror package swarm's InfoPath and state file
+// (this package must not import it).
+const (
+	infoPath  = "/hutch/swarm-info"
+	stateFile = "hutch-swarm.json"
+)
+
+const startTimeout = 30 * time.Second
+
+// Proxy starts hutch-swarm on demand and forwards requests to it.
+type Proxy struct {
+	opt     Options
+	socket  string
+	client  *http.Client
+	reverse *httputil.ReverseProxy
+
+	mu     sync.Mutex
+	closed bool
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+// New returns a proxy; nothing starts yet.
+func New(opt Options) *Proxy {
+	if opt.Log == nil {
+		opt.Log = slog.New(slog.DiscardHandler)
+	}
+	p := &Proxy{opt: opt, socket: filepath.Join(opt.StateDir, "swarm.sock")}
+	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", p.socket)
+	}}
+	p.client = &http.Client{Transport: tr}
+	p.reverse = &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.Out.URL.Scheme, pr.Out.URL.Host = "http", "hutch-swarm"
+		},
+		Transport:     tr,
+		FlushInterval: -1,
+		ErrorLog:      slog.NewLogLogger(opt.Log.Handler(), slog.LevelWarn),
+	}
+	return p
+}
+
+// Available reports whether hutch-swarm was found.
+func (p *Proxy) Available() bool { return p.opt.Binary != "" }
+
+// Running reports whether a hutch-swarm runs.
+func (p *Proxy) Running() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cmd != nil
+}
+
+// HasState reports whether a swarm's state is under the data root: the
+// engine then starts hutch-swarm with it.
+func (p *Proxy) HasState() bool {
+	_, err := os.Stat(filepath.Join(p.opt.Root, stateFile))
+	return err == nil
+}
+
+// Resume starts hutch-swarm when a swarm's state is on disk, so that the
+// node rejoins its swarm as the engine starts.
+func (p *Proxy) Resume(ctx context.Context) error {
+	if !p.HasState() || !p.Available() {
+		return nil
+	}
+	return p.ensure(ctx)
+}
+
+// Forward serves one swarm request. POST /swarm/init and /swarm/join
+// start hutch-swarm if need be; other requests are forwarded only to a
+// running one (ErrNotRunning otherwise). A successful leave returns once
+// hutch-swarm has exited.
+func (p *Proxy) Forward(w http.ResponseWriter, r *http.Request) error {
+	start := r.Method == http.MethodPost && (r.URL.Path == "/swarm/init" || r.URL.Path == "/swarm/join")
+	if start {
+		if err := p.ensure(r.Context()); err != nil {
+			return err
+		}
+	} else if !p.Running() {
+		return ErrNotRunning
+	}
+	leave := r.Method == http.MethodPost && r.URL.Path == "/swarm/leave"
+	rec := &statusRecorder{ResponseWriter: w}
+	p.reverse.ServeHTTP(rec, r)
+	if leave && rec.status == http.StatusOK {
+		p.waitExit(r.Context(), 20*time.Second)
+	}
+	return nil
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+func (s *statusRecorder) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Info is /info's Swarm section: hutch-swarm's when it runs, else that of
+// a node outside any swarm.
+func (p *Proxy) Info(ctx context.Context) swarm.Info { return p.info(ctx, "") }
+
+// Status is the node's state and role without the cluster's counts, for
+// /_ping's Swarm header.
+func (p *Proxy) Status(ctx context.Context) swarm.Info { return p.info(ctx, "?light=1") }
+
+func (p *Proxy) info(ctx context.Context, query string) swarm.Info {
+	inactive := swarm.Info{LocalNodeState: swarm.LocalNodeStateInactive}
+	if !p.Running() {
+		return inactive
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://hutch-swarm"+infoPath+query, nil)
+	if err != nil {
+		return inactive
+	}
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return swarm.Info{LocalNodeState: swarm.LocalNodeStateError, Error: err.Error()}
+	}
+	defer resp.Body.Close()
+	var info swarm.Info
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&info) != nil {
+		return swarm.Info{LocalNodeState: swarm.LocalNodeStateError, Error: "hutch-swarm: " + resp.Status}
+	}
+	return info
+}
+
+func (p *Proxy) waitExit(ctx context.Context, limit time.Duration) {
+	p.mu.Lock()
+	exited := p.exited
+	running := p.cmd != nil
+	p.mu.Unlock()
+	if !running {
+		return
+	}
+	select {
+	case <-exited:
+	case <-ctx.Done():
+	case <-time.After(limit):
+	}
+}
+
+// ensure starts hutch-swarm if it is not running, and waits for it to
+// listen.
+func (p *Proxy) ensure(ctx context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return errors.New("the engine is stopping")
+	}
+	if p.cmd != nil {
+		return nil
+	}
+	if p.opt.Binary == "" {
+		return errNoBinary
+	}
+	_ = os.Remove(p.socket)
+	if err := os.MkdirAll(p.opt.StateDir, 0o700); err != nil {
+		return err
+	}
+	logf, err := os.OpenFile(filepath.Join(p.opt.StateDir, "swarm.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	args := []string{"--root", p.opt.Root, "--state", p.opt.StateDir, "--socket", p.socket, "--engine", p.opt.EngineSocket}
+	if p.opt.Debug {
+		args = append(args, "--debug")
+	}
+	// hold's read end is its fd 3: it stops once that reads EOF, when the
+	// engine has closed or died (SwarmKit's state must not stay locked by
+	// a process the next engine does not know).
+	holdR, holdW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer holdR.Close()
+	readyR, readyW, err := os.Pipe()
+	if err != nil {
+		holdW.Close()
+		return err
+	}
+	defer readyR.Close()
+	args = append(args, "--hold-fd", "3", "--ready-fd", "4")
+	cmd := exec.Command(p.opt.Binary, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.ExtraFiles = []*os.File{holdR, readyW}
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	err = cmd.Start()
+	readyW.Close()
+	if err != nil {
+		holdW.Close()
+		return fmt.Errorf("start hutch-swarm: %w", err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		err := cmd.Wait()
+		holdW.Close()
+		p.mu.Lock()
+		if p.cmd == cmd {
+			p.cmd = nil
+		}
+		p.mu.Unlock()
+		p.opt.Log.Info("hutch-swarm exited", "err", err)
+		close(exited)
+	}()
+	ready := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(io.Discard, readyR)
+		close(ready)
+	}()
+	select {
+	case <-ready:
+	case <-ctx.Done():
+		_ = cmd.Process.Kill()
+		return ctx.Err()
+	case <-time.After(startTimeout):
+		_ = cmd.Process.Kill()
+		return fmt.Errorf("hutch-swarm did not listen within %s (see %s/swarm.log)", startTimeout, p.opt.StateDir)
+	}
+	if c, err := net.Dial("unix", p.socket); err == nil {
+		c.Close()
+	} else {
+		_ = cmd.Process.Kill()
+		<-exited
+		return fmt.Errorf("hutch-swarm exited at start (see %s/swarm.log)", p.opt.StateDir)
+	}
+	p.cmd, p.exited = cmd, exited
+	p.opt.Log.Info("hutch-swarm started", "pid", cmd.Process.Pid, "socket", p.socket)
+	return nil
+}
+
+var errNoBinary = errdefs.ErrNotImplemented.WithMessage("swarm mode is not available: hutch-swarm was not found beside the hutch binary or on PATH")
+
+// Close stops hutch-swarm (its node keeps its state for the next start):
+// SIGTERM, and SIGKILL after 20 s.
+func (p *Proxy) Close() {
+	p.mu.Lock()
+	p.closed = true
+	cmd, exited := p.cmd, p.exited
+	p.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(20 * time.Second):
+		_ = cmd.Process.Kill()
+		<-exited
+	}
+}
