@@ -9,10 +9,10 @@ import (
 	"strconv"
 	"time"
 
+	gogotypes "github.com/gogo/protobuf/types"
 	"github.com/moby/moby/client"
 	"github.com/moby/swarmkit/v2/agent/exec"
 	"github.com/moby/swarmkit/v2/api"
-	gogotypes "github.com/gogo/protobuf/types"
 )
 
 // Logs publishes the container's log for `docker service logs`: the
