@@ -243,8 +243,10 @@ func (c *controller) writeFiles(t *api.Task) ([]mount.Mount, error) {
 		return nil, err
 	}
 	var mounts []mount.Mount
+	// One file per reference: a secret may be mounted twice with
+	// different owners and modes.
 	write := func(kind, id string, data []byte, ft *api.FileTarget, target string) error {
-		p := filepath.Join(dir, kind+"-"+id)
+		p := filepath.Join(dir, fmt.Sprintf("%s-%s-%d", kind, id, len(mounts)))
 		mode := ft.Mode
 		if mode == 0 {
 			mode = 0o444
