@@ -106,7 +106,9 @@ func (c *Cluster) resume(ctx context.Context) error {
 	}
 	c.op.Lock()
 	defer c.op.Unlock()
-	err = c.startNode(ctx, node.Config{ListenRemoteAPI: st.ListenAddr, AdvertiseRemoteAPI: st.AdvertiseAddr}, st)
+	// The node comes up in the background (a Raft election first): /info
+	// says pending until it is ready.
+	err = c.startNode(ctx, node.Config{ListenRemoteAPI: st.ListenAddr, AdvertiseRemoteAPI: st.AdvertiseAddr}, st, false)
 	if errors.Is(err, node.ErrInvalidUnlockKey) {
 		c.mu.Lock()
 		c.locked, c.state = true, st
@@ -116,9 +118,9 @@ func (c *Cluster) resume(ctx context.Context) error {
 	return err
 }
 
-// startNode starts a SwarmKit node with cfg and waits for it to be ready.
-// c.op is held.
-func (c *Cluster) startNode(ctx context.Context, cfg node.Config, st nodeState) error {
+// startNode starts a SwarmKit node with cfg and, with wait, waits for it
+// to be ready. c.op is held.
+func (c *Cluster) startNode(ctx context.Context, cfg node.Config, st nodeState, wait bool) error {
 	if err := os.MkdirAll(c.root, 0o700); err != nil {
 		return err
 	}
@@ -148,6 +150,10 @@ func (c *Cluster) startNode(ctx context.Context, cfg node.Config, st nodeState) 
 	go c.watchControl(nctx, n)
 	errc := make(chan error, 1)
 	go func() { errc <- n.Err(nctx) }()
+	if !wait {
+		go c.watchErr(nctx, errc)
+		return nil
+	}
 	timer := time.NewTimer(connectTimeout)
 	defer timer.Stop()
 	select {
@@ -164,15 +170,18 @@ func (c *Cluster) startNode(ctx context.Context, cfg node.Config, st nodeState) 
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	go func() {
-		if err := <-errc; err != nil && nctx.Err() == nil {
-			c.log.Error("swarm node stopped", "err", err)
-			c.mu.Lock()
-			c.lastErr = err
-			c.mu.Unlock()
-		}
-	}()
+	go c.watchErr(nctx, errc)
 	return c.saveState(st)
+}
+
+// watchErr records the error a running node stops with, for /info.
+func (c *Cluster) watchErr(ctx context.Context, errc <-chan error) {
+	if err := <-errc; err != nil && ctx.Err() == nil {
+		c.log.Error("swarm node stopped", "err", err)
+		c.mu.Lock()
+		c.lastErr = err
+		c.mu.Unlock()
+	}
 }
 
 func (c *Cluster) saveState(st nodeState) error {
@@ -303,7 +312,7 @@ func (c *Cluster) Init(ctx context.Context, req swarm.InitRequest) (string, erro
 		AutoLockManagers:   req.AutoLockManagers,
 		Availability:       avail,
 	}
-	if err := c.startNode(ctx, cfg, nodeState{ListenAddr: listen, AdvertiseAddr: advertise}); err != nil {
+	if err := c.startNode(ctx, cfg, nodeState{ListenAddr: listen, AdvertiseAddr: advertise}, true); err != nil {
 		c.stopLocked(ctx)
 		_ = os.RemoveAll(c.root)
 		return "", err
@@ -415,7 +424,7 @@ func (c *Cluster) Join(ctx context.Context, req swarm.JoinRequest) error {
 		JoinToken:          req.JoinToken,
 		Availability:       avail,
 	}
-	if err := c.startNode(ctx, cfg, nodeState{ListenAddr: listen, AdvertiseAddr: advertise}); err != nil {
+	if err := c.startNode(ctx, cfg, nodeState{ListenAddr: listen, AdvertiseAddr: advertise}, true); err != nil {
 		if !errdefs.IsUnavailable(err) {
 			c.stopLocked(ctx)
 			_ = os.RemoveAll(c.root)
@@ -482,7 +491,7 @@ func (c *Cluster) Unlock(ctx context.Context, key string) error {
 	c.mu.RLock()
 	st := c.state
 	c.mu.RUnlock()
-	err = c.startNode(ctx, node.Config{ListenRemoteAPI: st.ListenAddr, AdvertiseRemoteAPI: st.AdvertiseAddr, UnlockKey: k}, st)
+	err = c.startNode(ctx, node.Config{ListenRemoteAPI: st.ListenAddr, AdvertiseRemoteAPI: st.AdvertiseAddr, UnlockKey: k}, st, true)
 	if errors.Is(err, node.ErrInvalidUnlockKey) {
 		return errInvalidUnlock
 	}
