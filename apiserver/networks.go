@@ -1,12 +1,14 @@
 package apiserver
 
 import (
+	"errors"
 	"context"
 	"net/http"
 	"strconv"
 
 	"github.com/containerd/errdefs"
 	containertypes "github.com/moby/moby/api/types/container"
+	swarmproxy "github.com/hutch-engine/hutch/swarm/proxy"
 	"github.com/moby/moby/api/types/network"
 )
 
@@ -29,6 +31,9 @@ func (s *Server) networkCreate(w http.ResponseWriter, r *http.Request) error {
 	if versionLess(APIVersion(r.Context()), "1.48") {
 		// EnableIPv4 came with API 1.48: Docker ignores it before.
 		req.EnableIPv4 = nil
+	}
+	if err := s.swarmScoped(r.Context(), &req); err != nil {
+		return err
 	}
 	resp, err := s.backend.NetworkCreate(r.Context(), req)
 	if err != nil {
@@ -64,6 +69,20 @@ func (s *Server) networkInspect(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) networkRemove(w http.ResponseWriter, r *http.Request) error {
+	// A network made for the swarm is hutch-swarm's to remove: it refuses
+	// while a service uses it and waits for the tasks that are stopping.
+	if s.swarm != nil && r.Header.Get(swarmproxy.EngineHeader) == "" {
+		if n, err := s.backend.NetworkInspect(r.Context(), r.PathValue("id")); err == nil && n.Labels[SwarmScopeLabel] != "" {
+			err := s.swarm.RemoveNetwork(r.Context(), n.ID)
+			if err == nil {
+				w.WriteHeader(http.StatusNoContent)
+				return nil
+			}
+			if !errors.Is(err, swarmproxy.ErrNotRunning) {
+				return err
+			}
+		}
+	}
 	if err := s.backend.NetworkRemove(r.Context(), r.PathValue("id")); err != nil {
 		return err
 	}

@@ -14,6 +14,8 @@ import (
 
 	"github.com/moby/moby/api/types/swarm"
 
+	"github.com/moby/moby/api/types/network"
+
 	"github.com/hutch-engine/hutch/engine/container"
 	swarmproxy "github.com/hutch-engine/hutch/swarm/proxy"
 )
@@ -51,6 +53,8 @@ type Swarm interface {
 	// cluster's counts, for /_ping.
 	Info(ctx context.Context) swarm.Info
 	Status(ctx context.Context) swarm.Info
+	// RemoveNetwork removes a network made for the swarm (SwarmScopeLabel).
+	RemoveNetwork(ctx context.Context, id string) error
 }
 
 // swarmRoute forwards a swarm endpoint to hutch-swarm, or answers with
@@ -90,6 +94,39 @@ func (s *Server) swarmHeader(ctx context.Context) string {
 		return "active/manager"
 	}
 	return "active/worker"
+}
+
+// SwarmScopeLabel marks an engine network made for a swarm-scoped
+// (overlay) network's create.
+const SwarmScopeLabel = "com.hutch.swarm.scope"
+
+// swarmScoped turns the create of an overlay network, on a node of a
+// swarm of one node, into that of a bridge network of this engine, which
+// services attach to (docs/swarm.md): docker stack deploy makes its
+// networks so. A rootless engine cannot make overlay networks, which
+// span nodes; in a swarm of several nodes they are refused.
+func (s *Server) swarmScoped(ctx context.Context, req *network.CreateRequest) error {
+	if req.Driver != "overlay" {
+		return nil
+	}
+	st := s.swarmInfo(ctx)
+	if st.LocalNodeState != swarm.LocalNodeStateActive {
+		return errdefs.ErrNotImplemented.WithMessage(`network driver "overlay" is not supported: hutch makes bridge networks (overlay networks need a swarm; use "docker swarm init")`)
+	}
+	if st.Nodes > 1 || !st.ControlAvailable {
+		return errdefs.ErrNotImplemented.WithMessage("overlay networks span a swarm's nodes, which needs kernel features (VXLAN in the host's network namespace) a rootless engine does not have: create a bridge network of the same name on each node (docker network create NAME) and attach services to it; their tasks reach each other on one node")
+	}
+	if req.Ingress {
+		return errdefs.ErrNotImplemented.WithMessage("hutch's rootless swarm mode has no ingress network: publish ports with mode=host")
+	}
+	req.Driver, req.Scope = "bridge", ""
+	req.Options = nil
+	labels := map[string]string{SwarmScopeLabel: "swarm"}
+	for k, v := range req.Labels {
+		labels[k] = v
+	}
+	req.Labels = labels
+	return nil
 }
 
 func pluginsUnsupported(http.ResponseWriter, *http.Request) error { return errNoPlugins }

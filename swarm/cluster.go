@@ -459,8 +459,10 @@ func (c *Cluster) Leave(ctx context.Context, force bool) error {
 	return nil
 }
 
-// removeTaskContainers removes every container a task of the swarm made.
+// removeTaskContainers removes every container a task of the swarm made,
+// and the networks made for the swarm.
 func (c *Cluster) removeTaskContainers(ctx context.Context) {
+	defer c.removeSwarmNetworks(ctx)
 	list, err := c.engine.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: make(client.Filters).Add("label", executor.LabelTaskID)})
 	if err != nil {
 		c.log.Warn("list task containers", "err", err)
@@ -469,6 +471,19 @@ func (c *Cluster) removeTaskContainers(ctx context.Context) {
 	for _, ct := range list.Items {
 		if _, err := c.engine.ContainerRemove(ctx, ct.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !errdefs.IsNotFound(err) {
 			c.log.Warn("remove task container", "id", ct.ID, "err", err)
+		}
+	}
+}
+
+func (c *Cluster) removeSwarmNetworks(ctx context.Context) {
+	list, err := c.engine.NetworkList(ctx, client.NetworkListOptions{Filters: make(client.Filters).Add("label", executor.SwarmScopeLabel)})
+	if err != nil {
+		c.log.Warn("list swarm networks", "err", err)
+		return
+	}
+	for _, n := range list.Items {
+		if _, err := c.engine.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{}); err != nil && !errdefs.IsNotFound(err) {
+			c.log.Warn("remove swarm network", "name", n.Name, "err", err)
 		}
 	}
 }

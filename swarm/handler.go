@@ -31,6 +31,7 @@ func newHandler(c *Cluster, log *slog.Logger) http.Handler {
 		h       handlerFunc
 	}{
 		{"GET " + InfoPath, s.info},
+		{"DELETE " + NetworkPath + "{id}", s.networkRemove},
 		{"POST /swarm/init", s.swarmInit},
 		{"POST /swarm/join", s.swarmJoin},
 		{"POST /swarm/leave", s.swarmLeave},

@@ -12,6 +12,7 @@ import (
 	"github.com/moby/swarmkit/v2/api/defaults"
 
 	"github.com/hutch-engine/hutch/swarm/convert"
+	"github.com/hutch-engine/hutch/swarm/executor"
 )
 
 // resolveService finds a service by ID, name or ID prefix, as Docker does.
@@ -62,7 +63,7 @@ func (s *server) serviceList(w http.ResponseWriter, r *http.Request) error {
 		if len(f["mode"]) > 0 && !contains(f["mode"], serviceMode(svc)) {
 			continue
 		}
-		out = append(out, convert.ServiceFromGRPC(svc))
+		out = append(out, serviceOut(svc))
 	}
 	if boolQuery(r, "status") {
 		if err := s.fillStatus(r.Context(), ctl, out); err != nil {
@@ -137,16 +138,19 @@ func (s *server) fillStatus(ctx context.Context, ctl api.ControlClient, svcs []s
 
 // serviceSpec decodes and converts a create or update request's spec;
 // nothing is made from a bad one.
-func serviceSpec(r *http.Request) (api.ServiceSpec, error) {
+func (s *server) serviceSpec(r *http.Request) (api.ServiceSpec, error) {
 	var spec swarm.ServiceSpec
 	if err := decode(r, &spec); err != nil {
 		return api.ServiceSpec{}, err
 	}
-	if len(spec.TaskTemplate.Networks) > 0 {
-		return api.ServiceSpec{}, errNetworks
+	if _, ok := spec.Labels[executor.NetworksLabel]; ok {
+		return api.ServiceSpec{}, errdefs.ErrInvalidArgument.WithMessage("label " + executor.NetworksLabel + " is hutch's own")
 	}
 	gs, err := convert.ServiceSpecToGRPC(spec)
 	if err != nil {
+		return api.ServiceSpec{}, err
+	}
+	if err := s.localNetworks(r.Context(), spec, &gs); err != nil {
 		return api.ServiceSpec{}, err
 	}
 	if c := gs.Task.GetContainer(); c != nil {
@@ -157,12 +161,8 @@ func serviceSpec(r *http.Request) (api.ServiceSpec, error) {
 	return gs, nil
 }
 
-// errNetworks refuses services on networks: swarm networks are overlay
-// networks, which need kernel features a rootless engine lacks.
-var errNetworks = errdefs.ErrInvalidArgument.WithMessage("hutch's rootless swarm mode has no overlay networks: tasks run on the engine's default network; publish ports with mode=host")
-
 func (s *server) serviceCreate(w http.ResponseWriter, r *http.Request) error {
-	gs, err := serviceSpec(r)
+	gs, err := s.serviceSpec(r)
 	if err != nil {
 		return err
 	}
@@ -190,7 +190,7 @@ func (s *server) serviceInspect(w http.ResponseWriter, r *http.Request) error {
 		svc = svc.Copy()
 		svc.Spec = *defaults.InterpolateService(&svc.Spec)
 	}
-	return writeJSON(w, http.StatusOK, convert.ServiceFromGRPC(svc))
+	return writeJSON(w, http.StatusOK, serviceOut(svc))
 }
 
 func (s *server) serviceUpdate(w http.ResponseWriter, r *http.Request) error {
@@ -198,7 +198,7 @@ func (s *server) serviceUpdate(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	gs, err := serviceSpec(r)
+	gs, err := s.serviceSpec(r)
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/moby/moby/client"
+
+	"github.com/hutch-engine/hutch/swarm/proxy"
 	"github.com/moby/swarmkit/v2/log"
 	"github.com/sirupsen/logrus"
 )
@@ -43,6 +45,10 @@ type Config struct {
 // engine alone.
 const InfoPath = "/hutch/swarm-info"
 
+// NetworkPath + an ID removes a network made for the swarm, for the
+// engine alone.
+const NetworkPath = "/hutch/networks/"
+
 // Serve runs hutch-swarm until ctx ends or the node leaves its swarm.
 func Serve(ctx context.Context, cfg Config) error {
 	if cfg.Log == nil {
@@ -57,7 +63,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	log.L = logrus.NewEntry(lg)
 	logrus.SetLevel(lg.GetLevel())
 
-	engine, err := client.New(client.WithHost("unix://"+cfg.EngineSocket), client.WithAPIVersionFromEnv())
+	engine, err := client.New(client.WithHost("unix://"+cfg.EngineSocket), client.WithHTTPHeaders(map[string]string{proxy.EngineHeader: "1"}))
 	if err != nil {
 		return err
 	}

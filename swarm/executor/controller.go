@@ -81,6 +81,9 @@ func (c *controller) Prepare(ctx context.Context) error {
 	if err := c.ensureImage(ctx, spec); err != nil {
 		return err
 	}
+	if err := c.ensureNetworks(ctx, t); err != nil {
+		return err
+	}
 	files, err := c.writeFiles(t)
 	if err != nil {
 		return err
@@ -131,6 +134,28 @@ func (c *controller) ensureImage(ctx context.Context, spec *api.ContainerSpec) e
 		}
 	}
 }
+
+// ensureNetworks makes, on this node, the bridge networks the task joins
+// that it lacks: a service's networks are node-local (docs/swarm.md).
+func (c *controller) ensureNetworks(ctx context.Context, t *api.Task) error {
+	for _, n := range ParseNetworks(t.ServiceAnnotations.Labels[NetworksLabel]) {
+		if _, err := c.e.client.NetworkInspect(ctx, n.Name, client.NetworkInspectOptions{}); err == nil {
+			continue
+		} else if !cerrdefs.IsNotFound(err) {
+			return err
+		}
+		_, err := c.e.client.NetworkCreate(ctx, n.Name, client.NetworkCreateOptions{Driver: "bridge", Labels: map[string]string{SwarmScopeLabel: "swarm"}})
+		if err != nil && !cerrdefs.IsConflict(err) {
+			return fmt.Errorf("create network %s: %w", n.Name, err)
+		}
+	}
+	return nil
+}
+
+// SwarmScopeLabel marks the engine networks made for a swarm (the engine
+// makes them for overlay network creates; the executor for a service's
+// networks this node lacks); leaving the swarm removes them.
+const SwarmScopeLabel = "com.hutch.swarm.scope"
 
 // Start starts the created container and, when it has a health check,
 // holds the task in STARTING until the check passes.

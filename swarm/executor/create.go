@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"os"
@@ -124,7 +125,16 @@ func createOptions(t *api.Task, name string, files []mount.Mount) (client.Contai
 			cfg.ExposedPorts[p] = struct{}{}
 		}
 	}
-	return client.ContainerCreateOptions{Name: name, Config: cfg, HostConfig: hc}, nil
+	opts := client.ContainerCreateOptions{Name: name, Config: cfg, HostConfig: hc}
+	if nets := ParseNetworks(t.ServiceAnnotations.Labels[NetworksLabel]); len(nets) > 0 {
+		hc.NetworkMode = container.NetworkMode(nets[0].Name)
+		opts.NetworkingConfig = &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{}}
+		for _, n := range nets {
+			aliases := append([]string{t.ServiceAnnotations.Name}, n.Aliases...)
+			opts.NetworkingConfig.EndpointsConfig[n.Name] = &network.EndpointSettings{Aliases: aliases}
+		}
+	}
+	return opts, nil
 }
 
 func duration(d interface{ GetSeconds() int64 }) time.Duration {
@@ -227,6 +237,28 @@ func portStatus(st container.InspectResponse) *api.PortStatus {
 		}
 	}
 	return ps
+}
+
+// NetworksLabel is the service label in which hutch-swarm keeps the
+// engine networks a service's tasks join (JSON, a list of LocalNetwork).
+const NetworksLabel = "com.hutch.swarm.networks"
+
+// LocalNetwork is one engine network a service's tasks join.
+type LocalNetwork struct {
+	ID, Name string
+	Aliases  []string `json:",omitempty"`
+}
+
+// ParseNetworks reads NetworksLabel's value; a bad one is no networks.
+func ParseNetworks(v string) []LocalNetwork {
+	if v == "" {
+		return nil
+	}
+	var out []LocalNetwork
+	if err := json.Unmarshal([]byte(v), &out); err != nil {
+		return nil
+	}
+	return out
 }
 
 // writeFiles writes the task's secrets and configs into a directory of

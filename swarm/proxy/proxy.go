@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,10 +43,15 @@ type Options struct {
 // swarm.
 var ErrNotRunning = errors.New("hutch-swarm is not running")
 
+// EngineHeader marks hutch-swarm's own requests to the engine: the engine
+// does not hand them back to hutch-swarm (a swarm network's removal).
+const EngineHeader = "Hutch-Swarm"
+
 // infoPath and stateFile mirror package swarm's InfoPath and state file
 // (this package must not import it).
 const (
-	infoPath  = "/hutch/swarm-info"
+	infoPath    = "/hutch/swarm-info"
+	networkPath = "/hutch/networks/"
 	stateFile = "hutch-swarm.json"
 )
 
@@ -186,6 +192,37 @@ func (p *Proxy) info(ctx context.Context, query string) swarm.Info {
 		return swarm.Info{LocalNodeState: swarm.LocalNodeStateError, Error: "hutch-swarm: " + resp.Status}
 	}
 	return info
+}
+
+// RemoveNetwork asks hutch-swarm to remove a network made for the swarm;
+// ErrNotRunning when none runs.
+func (p *Proxy) RemoveNetwork(ctx context.Context, id string) error {
+	if !p.Running() {
+		return ErrNotRunning
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, "http://hutch-swarm"+networkPath+url.PathEscape(id), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 300 {
+		return nil
+	}
+	var m struct{ Message string }
+	_ = json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&m)
+	switch resp.StatusCode {
+	case http.StatusNotFound:
+		return errdefs.ErrNotFound.WithMessage(m.Message)
+	case http.StatusConflict:
+		return errdefs.ErrConflict.WithMessage(m.Message)
+	case http.StatusBadRequest:
+		return errdefs.ErrInvalidArgument.WithMessage(m.Message)
+	}
+	return errors.New(m.Message)
 }
 
 func (p *Proxy) waitExit(ctx context.Context, limit time.Duration) {
