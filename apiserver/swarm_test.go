@@ -17,7 +17,7 @@ import (
 const (
 	notManagerMsg = `This node is not a swarm manager. Use "docker swarm init" or "docker swarm join" to connect this node to swarm and try again.`
 	noSwarmMsg    = "This node is not part of a swarm"
-	noSwarmMode   = "hutch does not support swarm mode"
+	noSwarmMode   = "swarm mode is not available: hutch-swarm was not found beside the hutch binary or on PATH"
 	noPluginsMsg  = "hutch does not support plugins"
 )
 
