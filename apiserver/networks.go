@@ -1,14 +1,14 @@
 package apiserver
 
 import (
-	"errors"
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 
 	"github.com/containerd/errdefs"
-	containertypes "github.com/moby/moby/api/types/container"
 	swarmproxy "github.com/hutch-engine/hutch/swarm/proxy"
+	containertypes "github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/network"
 )
 

@@ -52,7 +52,7 @@ const EngineHeader = "Hutch-Swarm"
 const (
 	infoPath    = "/hutch/swarm-info"
 	networkPath = "/hutch/networks/"
-	stateFile = "hutch-swarm.json"
+	stateFile   = "hutch-swarm.json"
 )
 
 const startTimeout = 30 * time.Second
