@@ -132,6 +132,7 @@ func (c *Cluster) startNode(ctx context.Context, cfg node.Config, st nodeState, 
 	cfg.StateDir = c.root
 	cfg.ListenControlAPI = filepath.Join(c.stateDir, "control.sock")
 	cfg.Executor = c.exec
+	cfg.NetworkProvider = noOverlay{}
 	cfg.ElectionTick = 10
 	cfg.HeartbeatTick = 1
 	_ = os.Remove(cfg.ListenControlAPI)
