@@ -79,7 +79,7 @@ func main() {
 	flag.IntVar(&c.clients, "clients", 10, "concurrent clients of the concurrency run")
 	flag.IntVar(&c.bursts, "bursts", 5, "bursts of the concurrency run (its p99 is over all their containers)")
 	flag.StringVar(&replot, "replot", "", "only redraw the table and the plot of this latest.json into -results")
-	flag.StringVar(&only, "only", "", "comma-separated subset: seed,docker,pull,load,net,memory,idle,cold,build (default all)")
+	flag.StringVar(&only, "only", "", "comma-separated subset: seed,docker,pull,load,net,memory,idle,cold,build,swarm (default all)")
 	flag.Parse()
 	c.sleepers = []int{10, 100}
 	c.only = parseOnly(only)
@@ -124,7 +124,7 @@ func run(ctx context.Context, c config) error {
 	defer e.close()
 	res.Host["xdg_runtime_fs"], res.Host["xdg_data_fs"] = fsType(e.runDir), fsType(e.dataDir)
 
-	if c.want("seed") || c.want("docker") || c.want("load") || c.want("memory") || c.want("idle") {
+	if c.want("seed") || c.want("docker") || c.want("load") || c.want("memory") || c.want("idle") || c.want("swarm") {
 		if err := e.pushBusybox(ctx); err != nil {
 			return err
 		}
@@ -150,6 +150,7 @@ func run(ctx context.Context, c config) error {
 		{"idle", benchIdle},
 		{"cold", benchColdStart},
 		{"build", benchBuild},
+		{"swarm", benchSwarm},
 	}
 	for _, p := range phases {
 		if !c.want(p.name) {

@@ -44,6 +44,7 @@ type Results struct {
 	ColdStart Dist   `json:"cold_start"`
 	Stop      Dist   `json:"stop"`
 	Build     Build  `json:"build"`
+	Swarm     Swarm  `json:"swarm"`
 
 	Targets []Target `json:"targets"`
 }
@@ -70,7 +71,7 @@ func (r *Results) fillHost(c config) {
 // derive computes the summaries, ratios and verdicts.
 func (r *Results) derive() {
 	for _, d := range []*Dist{&r.Seed, &r.SeedUnconfined, &r.Runc, &r.DockerRun, &r.DockerCLI, &r.Pull.Hutch, &r.Pull.Baseline,
-		&r.Load.Latency, &r.Load.Single, &r.ColdStart, &r.Stop, &r.Idle.Activation} {
+		&r.Load.Latency, &r.Load.Single, &r.ColdStart, &r.Stop, &r.Idle.Activation, &r.Swarm.Replace} {
 		d.summarize()
 	}
 	r.Build.derive()
@@ -160,6 +161,10 @@ func (r *Results) printTable(w io.Writer) {
 	dist("concurrent container (create…remove)", r.Load.Latency, fmt.Sprintf("alone %.1f ms", r.Load.Single.Median), r.Load.P99Ratio)
 	dist("daemon start to first /_ping", r.ColdStart, "", 0)
 	dist("daemon stop (SIGTERM to exit)", r.Stop, "", 0)
+	if sw := r.Swarm; sw.Replace.N > 0 {
+		dist("swarm: task container killed → replacement running", sw.Replace,
+			fmt.Sprintf("idle %.1f → %.1f MiB with swarm", mib(sw.IdleOff.TreeRSS), mib(sw.IdleOn.TreeRSS)), 0)
+	}
 	bd := r.Build
 	// The goal's rows: the same client, BuildKit's Go client making
 	// buildctl's calls, on both sides; buildx's rows are for information.
