@@ -13,7 +13,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/moby/moby/client"
 	"github.com/moby/swarmkit/v2/agent"
@@ -31,9 +30,6 @@ type Executor struct {
 	// files is where secret and config files are written for the
 	// containers that mount them.
 	files string
-
-	mu   sync.Mutex
-	node *api.NodeDescription
 }
 
 // New returns an executor driving the engine through c; files is a
@@ -65,9 +61,6 @@ func (e *Executor) Describe(ctx context.Context) (*api.NodeDescription, error) {
 			Plugins:       enginePlugins(),
 		},
 	}
-	e.mu.Lock()
-	e.node = d
-	e.mu.Unlock()
 	return d, nil
 }
 
