@@ -91,6 +91,7 @@ func TestSwarmBadInput(t *testing.T) {
 // docker service create and update without -d wait for the service to
 // converge, reading tasks and nodes as Docker's progress does.
 func TestSwarmServiceAttached(t *testing.T) {
+	t.Parallel() // swarm tests mostly wait on SwarmKit: two at a time
 	d, ref := pulled(t)
 	swarmInit(t, d)
 	out, err := d.Docker(t, "service", "create", "--name", "fg", "--replicas", "2", ref, "sleep", "3600")

@@ -53,6 +53,7 @@ func resolves(t *testing.T, d *daemon, from, name string, want []string) string 
 // tasks (DNS round robin on one node). An unknown network is refused
 // with nothing made.
 func TestSwarmServiceNetworks(t *testing.T) {
+	t.Parallel() // swarm tests mostly wait on SwarmKit: two at a time
 	d, ref := pulled(t)
 	swarmInit(t, d)
 	if out, err := d.Docker(t, "network", "create", "appnet"); err != nil {
@@ -85,6 +86,7 @@ func TestSwarmServiceNetworks(t *testing.T) {
 // becomes a bridge network of this engine, its services find each other
 // by name, and stack ls/ps/services/rm work.
 func TestSwarmStack(t *testing.T) {
+	t.Parallel() // swarm tests mostly wait on SwarmKit: two at a time
 	d, ref := pulled(t)
 	swarmInit(t, d)
 	dir := t.TempDir()

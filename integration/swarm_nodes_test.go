@@ -15,6 +15,7 @@ import (
 // node's engine is killed its tasks are rescheduled on the other. The
 // killed engine, started again, rejoins and removes its stale tasks.
 func TestSwarmTwoNodes(t *testing.T) {
+	t.Parallel() // swarm tests mostly wait on SwarmKit: two at a time
 	d1, ref := pulled(t)
 	d2, _ := pulled(t)
 	_, addr1 := swarmInit(t, d1)

@@ -16,6 +16,7 @@ import (
 // needs overlay networks and IPVS, is refused with what to use instead,
 // and nothing is created.
 func TestSwarmServicePorts(t *testing.T) {
+	t.Parallel() // swarm tests mostly wait on SwarmKit: two at a time
 	d, ref := pulled(t)
 	swarmInit(t, d)
 	_, port, _ := net.SplitHostPort(freeLoopbackAddr(t))
@@ -65,6 +66,7 @@ func TestSwarmServicePorts(t *testing.T) {
 // The swarm's state is under the data root: after the engine restarts,
 // the node is back in its swarm, and its services and their tasks run.
 func TestSwarmSurvivesRestart(t *testing.T) {
+	t.Parallel() // swarm tests mostly wait on SwarmKit: two at a time
 	d, ref := pulled(t)
 	nodeID, _ := swarmInit(t, d)
 	out, err := d.Docker(t, "service", "create", "-d", "--name", "lasting", "--replicas", "2", ref, "sleep", "3600")

@@ -27,6 +27,7 @@ func dockerIn(t *testing.T, d *daemon, stdin string, args ...string) (string, er
 // Docker, refused with Docker's message when empty or too big, and
 // mounted into tasks at /run/secrets/<name> and the configs' targets.
 func TestSwarmSecretsConfigs(t *testing.T) {
+	t.Parallel() // swarm tests mostly wait on SwarmKit: two at a time
 	d, ref := pulled(t)
 	swarmInit(t, d)
 	if out, err := dockerIn(t, d, "topsecret", "secret", "create", "--label", "k=v", "pw", "-"); err != nil {

@@ -61,6 +61,7 @@ func waitTasks(t *testing.T, d *daemon, svc string, n int, old ...string) []stri
 // A replicated service: create, ls, inspect, ps, the containers' names and
 // labels, scale and rm.
 func TestSwarmService(t *testing.T) {
+	t.Parallel() // swarm tests mostly wait on SwarmKit: two at a time
 	d, ref := pulled(t)
 	nodeID, _ := swarmInit(t, d)
 	out, err := d.Docker(t, "service", "create", "-d", "--name", "web", "--replicas", "2", "--label", "tier=front", ref, "sh", "-c", waitCommand)
@@ -115,6 +116,7 @@ func TestSwarmService(t *testing.T) {
 // that is stopped, killed, removed or whose process exits is replaced
 // by SwarmKit with a new task, and `service ps` shows the old one ended.
 func TestSwarmServiceReplacement(t *testing.T) {
+	t.Parallel() // swarm tests mostly wait on SwarmKit: two at a time
 	d, ref := pulled(t)
 	swarmInit(t, d)
 	out, err := d.Docker(t, "service", "create", "-d", "--name", "keep", "--replicas", "2", "--restart-delay", "1s", "--stop-grace-period", "2s", ref, "sh", "-c", waitCommand)
@@ -169,6 +171,7 @@ func TestSwarmServiceReplacement(t *testing.T) {
 // Restart conditions: with none, a task that exits is not replaced; with
 // on-failure, one that exits 0 is not, one that fails is.
 func TestSwarmServiceRestartCondition(t *testing.T) {
+	t.Parallel() // swarm tests mostly wait on SwarmKit: two at a time
 	d, ref := pulled(t)
 	swarmInit(t, d)
 	for _, tc := range []struct {

@@ -36,6 +36,7 @@ func allHaveEnv(t *testing.T, d *daemon, svc, kv string) bool {
 // --update-failure-action rollback; `service rollback` returns to the
 // previous spec.
 func TestSwarmServiceUpdate(t *testing.T) {
+	t.Parallel() // swarm tests mostly wait on SwarmKit: two at a time
 	d, ref := pulled(t)
 	swarmInit(t, d)
 	ref2 := strings.TrimSuffix(ref, ":latest") + ":v2"
@@ -111,6 +112,7 @@ func TestSwarmServiceUpdate(t *testing.T) {
 // docker service logs reads the tasks' logs through SwarmKit's log
 // broker, each line led by its task's name and node.
 func TestSwarmServiceLogs(t *testing.T) {
+	t.Parallel() // swarm tests mostly wait on SwarmKit: two at a time
 	d, ref := pulled(t)
 	swarmInit(t, d)
 	if out, err := d.Docker(t, "service", "create", "-d", "--name", "talk", "--replicas", "2", ref,
@@ -151,6 +153,7 @@ func TestSwarmServiceLogs(t *testing.T) {
 // passes, and one whose check fails is failed and replaced. Constraints
 // hold tasks pending until a node matches.
 func TestSwarmServiceHealthAndConstraints(t *testing.T) {
+	t.Parallel() // swarm tests mostly wait on SwarmKit: two at a time
 	d, ref := pulled(t)
 	swarmInit(t, d)
 	if out, err := d.Docker(t, "service", "create", "-d", "--name", "sick", "--health-cmd", "false", "--health-interval", "500ms",

@@ -119,12 +119,13 @@ func (p *Proxy) Resume(ctx context.Context) error {
 }
 
 // Forward serves one swarm request. POST /swarm/init and /swarm/join
-// start hutch-swarm if need be; other requests are forwarded only to a
-// running one (ErrNotRunning otherwise). A successful leave returns once
-// hutch-swarm has exited.
+// start hutch-swarm if need be, as does any request while a swarm's state
+// is on disk (a hutch-swarm that died is started again); other requests
+// are forwarded only to a running one (ErrNotRunning otherwise). A
+// successful leave returns once hutch-swarm has exited.
 func (p *Proxy) Forward(w http.ResponseWriter, r *http.Request) error {
 	start := r.Method == http.MethodPost && (r.URL.Path == "/swarm/init" || r.URL.Path == "/swarm/join")
-	if start {
+	if start || (!p.Running() && p.HasState() && p.Available()) {
 		if err := p.ensure(r.Context()); err != nil {
 			return err
 		}
