@@ -102,3 +102,41 @@ func TestSwarmSurvivesRestart(t *testing.T) {
 	}
 	waitTasks(t, d2, "lasting", 2, ids[0])
 }
+
+// An autolocked swarm is locked after the engine restarts: swarm requests
+// say so until `docker swarm unlock` is given the key; a wrong key is
+// refused.
+func TestSwarmAutolockRestart(t *testing.T) {
+	t.Parallel() // swarm tests mostly wait on SwarmKit: two at a time
+	d := startDaemon(t)
+	addr := freeLoopbackAddr(t)
+	out, err := d.Docker(t, "swarm", "init", "--autolock", "--listen-addr", addr)
+	if err != nil {
+		t.Fatalf("docker swarm init --autolock: %v\n%s", err, out)
+	}
+	key, err := d.Docker(t, "swarm", "unlock-key", "-q")
+	if err != nil || !strings.HasPrefix(key, "SWMKEY-1-") {
+		t.Fatalf("docker swarm unlock-key: %v %q", err, key)
+	}
+	d.Stop()
+	d2 := restarted(t, d)
+	eventually(t, 60*time.Second, func() string {
+		out, _ := d2.Docker(t, "info", "--format", "{{.Swarm.LocalNodeState}}")
+		if out != "locked\n" {
+			return fmt.Sprintf("docker info after the restart: %q\n%s", out, swarmLog(d2))
+		}
+		return ""
+	})
+	if out, err := d2.Docker(t, "service", "ls"); err == nil || !strings.Contains(out, "Swarm is encrypted and needs to be unlocked") {
+		t.Errorf("docker service ls on a locked swarm: %v\n%s", err, out)
+	}
+	if out, err := dockerIn(t, d2, "SWMKEY-1-wrong\n", "swarm", "unlock"); err == nil || !strings.Contains(out, "invalid key") {
+		t.Errorf("docker swarm unlock with a wrong key: %v\n%s", err, out)
+	}
+	if out, err := dockerIn(t, d2, key, "swarm", "unlock"); err != nil {
+		t.Fatalf("docker swarm unlock: %v\n%s\n%s", err, out, swarmLog(d2))
+	}
+	if out, err := d2.Docker(t, "info", "--format", "{{.Swarm.LocalNodeState}} {{.Swarm.ControlAvailable}}"); err != nil || out != "active true\n" {
+		t.Errorf("docker info after unlock: %v %q", err, out)
+	}
+}

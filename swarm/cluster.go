@@ -175,13 +175,26 @@ func (c *Cluster) startNode(ctx context.Context, cfg node.Config, st nodeState, 
 }
 
 // watchErr records the error a running node stops with, for /info.
+// An autolocked node that starts without its key stops with
+// ErrInvalidUnlockKey: the swarm is locked until `docker swarm unlock`.
 func (c *Cluster) watchErr(ctx context.Context, errc <-chan error) {
-	if err := <-errc; err != nil && ctx.Err() == nil {
-		c.log.Error("swarm node stopped", "err", err)
-		c.mu.Lock()
-		c.lastErr = err
-		c.mu.Unlock()
+	err := <-errc
+	if err == nil || ctx.Err() != nil {
+		return
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if errors.Is(err, node.ErrInvalidUnlockKey) {
+		c.log.Info("the swarm is locked: docker swarm unlock takes its key")
+		if c.cancel != nil {
+			c.cancel()
+		}
+		c.node, c.conn, c.control, c.logs, c.ca = nil, nil, nil, nil, nil
+		c.locked = true
+		return
+	}
+	c.log.Error("swarm node stopped", "err", err)
+	c.lastErr = err
 }
 
 func (c *Cluster) saveState(st nodeState) error {
