@@ -57,11 +57,29 @@ func eventually(t *testing.T, limit time.Duration, f func() string) {
 	}
 }
 
+// swarmProcs are the daemon's hutch-swarm processes.
+func swarmProcs(t *testing.T, d *daemon) []int {
+	var out []int
+	for _, p := range descendants(t, d.cmd.Process.Pid) {
+		if args := cmdline(p); len(args) > 0 && filepath.Base(args[0]) == "hutch-swarm" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // A single-node swarm: init, info, node ls/inspect, swarm inspect and
-// update, unlock-key, and leave --force taking everything away.
+// update, unlock-key, and leave --force taking everything away. Outside
+// the swarm, no hutch-swarm runs.
 func TestSwarmInitLeave(t *testing.T) {
 	d := startDaemon(t)
+	if ps := swarmProcs(t, d); len(ps) != 0 {
+		t.Errorf("hutch-swarm runs outside any swarm: %v", ps)
+	}
 	id, addr := swarmInit(t, d)
+	if ps := swarmProcs(t, d); len(ps) != 1 {
+		t.Errorf("after swarm init, %d hutch-swarm processes", len(ps))
+	}
 	if id == "" {
 		t.Fatal("docker info shows no node ID after swarm init")
 	}
@@ -130,6 +148,9 @@ func TestSwarmInitLeave(t *testing.T) {
 	}
 	if out, err := d.Docker(t, "node", "ls"); err == nil || !strings.Contains(out, "This node is not a swarm manager") {
 		t.Errorf("docker node ls after leave: %v\n%s", err, out)
+	}
+	if ps := swarmProcs(t, d); len(ps) != 0 {
+		t.Errorf("hutch-swarm still runs after leave: %v", ps)
 	}
 	if _, err := os.Stat(filepath.Join(d.Data, "hutch", "swarm")); !os.IsNotExist(err) {
 		entries, _ := os.ReadDir(filepath.Join(d.Data, "hutch"))
