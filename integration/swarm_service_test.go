@@ -84,6 +84,14 @@ func TestSwarmService(t *testing.T) {
 	if err != nil || len(f) != 5 || f[1] != svcID || f[2] != "web" || f[3] != nodeID || "/"+f[4] != f[0] || !strings.HasPrefix(f[4], "web.") {
 		t.Errorf("a task container's name and labels: %v %q", err, out)
 	}
+	out, err = d.Docker(t, "node", "ps", "--format", "{{.Name}} {{.CurrentState}}", "self")
+	if err != nil || strings.Count(out, "web.") != 2 || strings.Count(out, "Running") != 2 {
+		t.Errorf("docker node ps self: %v\n%s", err, out)
+	}
+	out, err = d.Docker(t, "service", "ps", "-q", "--filter", "desired-state=shutdown", "web")
+	if err != nil || strings.TrimSpace(out) != "" {
+		t.Errorf("docker service ps --filter desired-state=shutdown: %v %q", err, out)
+	}
 	if out, err := d.Docker(t, "service", "create", "-d", "--name", "web", ref, "true"); err == nil || !strings.Contains(out, "AlreadyExists") {
 		t.Errorf("a second service named web: %v\n%s", err, out)
 	}
