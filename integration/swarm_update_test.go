@@ -201,3 +201,29 @@ func TestSwarmServiceHealthAndConstraints(t *testing.T) {
 	}
 	waitTasks(t, d, "placed", 1)
 }
+
+// A drained node runs no tasks: they are shut down and pending until the
+// node is active again.
+func TestSwarmNodeDrain(t *testing.T) {
+	t.Parallel() // swarm tests mostly wait on SwarmKit: two at a time
+	d, ref := pulled(t)
+	swarmInit(t, d)
+	if out, err := d.Docker(t, "service", "create", "-d", "--name", "drained", "--replicas", "2", ref, "sleep", "3600"); err != nil {
+		t.Fatalf("docker service create: %v\n%s", err, out)
+	}
+	waitTasks(t, d, "drained", 2)
+	if out, err := d.Docker(t, "node", "update", "--availability", "drain", "self"); err != nil {
+		t.Fatalf("docker node update --availability drain: %v\n%s", err, out)
+	}
+	waitTasks(t, d, "drained", 0)
+	if out, err := d.Docker(t, "node", "inspect", "--format", "{{.Spec.Availability}}", "self"); err != nil || out != "drain\n" {
+		t.Errorf("node availability: %v %q", err, out)
+	}
+	if out, err := d.Docker(t, "node", "update", "--availability", "active", "self"); err != nil {
+		t.Fatalf("docker node update --availability active: %v\n%s", err, out)
+	}
+	waitTasks(t, d, "drained", 2)
+	if out, err := d.Docker(t, "node", "update", "--availability", "sleepy", "self"); err == nil {
+		t.Errorf("a bad availability was taken: %s", out)
+	}
+}
