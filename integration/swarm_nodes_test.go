@@ -100,3 +100,55 @@ func TestSwarmTwoNodes(t *testing.T) {
 		t.Errorf("the worker left the swarm, and %d task containers remain", len(ids))
 	}
 }
+
+// A second manager joins with the manager token: both see the cluster,
+// the new one as reachable; it is demoted, and leaves.
+func TestSwarmManagerJoin(t *testing.T) {
+	t.Parallel() // swarm tests mostly wait on SwarmKit: two at a time
+	d1 := startDaemon(t)
+	d2 := startDaemon(t)
+	_, addr1 := swarmInit(t, d1)
+	token, err := d1.Docker(t, "swarm", "join-token", "-q", "manager")
+	if err != nil {
+		t.Fatalf("docker swarm join-token manager: %v\n%s", err, token)
+	}
+	out, err := d2.Docker(t, "swarm", "join", "--listen-addr", freeLoopbackAddr(t), "--token", strings.TrimSpace(token), addr1)
+	if err != nil || !strings.Contains(out, "This node joined a swarm as a manager") {
+		t.Fatalf("docker swarm join as a manager: %v\n%s\n%s", err, out, swarmLog(d2))
+	}
+	id2, _ := d2.Docker(t, "info", "--format", "{{.Swarm.NodeID}}")
+	id2 = strings.TrimSpace(id2)
+	eventually(t, 30*time.Second, func() string {
+		out, _ := d2.Docker(t, "node", "ls", "--format", "{{.ManagerStatus}}")
+		if out != "Leader\nReachable\n" && out != "Reachable\nLeader\n" {
+			return "docker node ls on the new manager: " + out
+		}
+		return ""
+	})
+	if out, err := d1.Docker(t, "node", "demote", id2); err != nil {
+		t.Fatalf("docker node demote: %v\n%s", err, out)
+	}
+	eventually(t, 30*time.Second, func() string {
+		out, _ := d2.Docker(t, "info", "--format", "{{.Swarm.ControlAvailable}}")
+		if out != "false\n" {
+			return "the demoted node still has the control API: " + out
+		}
+		return ""
+	})
+	if out, err := d2.Docker(t, "swarm", "leave"); err != nil {
+		t.Fatalf("docker swarm leave: %v\n%s", err, out)
+	}
+	eventually(t, 30*time.Second, func() string {
+		out, _ := d1.Docker(t, "node", "ls", "--format", "{{.ID}} {{.Status}}")
+		if !strings.Contains(out, id2+" Down") {
+			return "the node that left is not down: " + out
+		}
+		return ""
+	})
+	if out, err := d1.Docker(t, "node", "rm", id2); err != nil {
+		t.Errorf("docker node rm: %v\n%s", err, out)
+	}
+	if out, _ := d1.Docker(t, "node", "ls", "-q"); strings.Contains(out, id2) {
+		t.Errorf("the removed node is listed: %s", out)
+	}
+}
