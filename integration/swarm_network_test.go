@@ -124,6 +124,9 @@ services:
 	if out, err := d.Docker(t, "stack", "ps", "--format", "{{.Name}} {{.CurrentState}}", "st"); err != nil || strings.Count(out, "Running") != 3 {
 		t.Errorf("docker stack ps: %v %q", err, out)
 	}
+	if out, err := d.Docker(t, "network", "rm", "st_default"); err == nil || !strings.Contains(out, "network st_default is in use by service st_") {
+		t.Errorf("docker network rm of the stack's network in use: %v\n%s", err, out)
+	}
 	if out, err := d.Docker(t, "stack", "rm", "st"); err != nil {
 		t.Errorf("docker stack rm: %v\n%s", err, out)
 	}

@@ -92,8 +92,8 @@ func statusOf(err error) int {
 			return http.StatusServiceUnavailable
 		case codes.Unimplemented:
 			return http.StatusNotImplemented
-		case codes.DeadlineExceeded, codes.Canceled:
-			return http.StatusRequestTimeout
+		case codes.Unauthenticated:
+			return http.StatusUnauthorized
 		}
 		return http.StatusInternalServerError
 	}

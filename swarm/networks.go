@@ -104,7 +104,9 @@ func (s *server) networkRemove(w http.ResponseWriter, r *http.Request) error {
 	for _, svc := range svcs.Services {
 		for _, n := range executor.ParseNetworks(svc.Spec.Annotations.Labels[executor.NetworksLabel]) {
 			if n.ID == id {
-				return errdefs.ErrConflict.WithMessage(fmt.Sprintf("network %s is in use by service %s", n.Name, svc.Spec.Annotations.Name))
+				// SwarmKit's FailedPrecondition for a network in use, which
+				// Docker answers 400.
+				return errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("network %s is in use by service %s", n.Name, svc.Spec.Annotations.Name))
 			}
 		}
 	}
