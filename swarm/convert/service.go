@@ -6,6 +6,7 @@ package convert
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -71,8 +72,9 @@ func annotationsToGRPC(a swarm.Annotations) api.Annotations {
 	return api.Annotations{Name: a.Name, Labels: a.Labels}
 }
 
+// annotationsFromGRPC copies the labels: callers take hutch's own out.
 func annotationsFromGRPC(a api.Annotations) swarm.Annotations {
-	labels := a.Labels
+	labels := maps.Clone(a.Labels)
 	if labels == nil {
 		labels = map[string]string{}
 	}
