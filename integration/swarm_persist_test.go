@@ -64,7 +64,8 @@ func TestSwarmServicePorts(t *testing.T) {
 }
 
 // The swarm's state is under the data root: after the engine restarts,
-// the node is back in its swarm, and its services and their tasks run.
+// from SIGTERM or kill -9, the node is back in its swarm, and its
+// services and their tasks run.
 func TestSwarmSurvivesRestart(t *testing.T) {
 	t.Parallel() // swarm tests mostly wait on SwarmKit: two at a time
 	d, ref := pulled(t)
@@ -101,6 +102,19 @@ func TestSwarmSurvivesRestart(t *testing.T) {
 		t.Fatalf("docker rm -f: %v\n%s", err, out)
 	}
 	waitTasks(t, d2, "lasting", 2, ids[0])
+
+	// A kill -9 of the engine (hutch-swarm goes with it): the Raft log
+	// on disk brings the swarm back all the same.
+	killDaemons(t, d2)
+	d3 := restarted(t, d2)
+	eventually(t, 60*time.Second, func() string {
+		out, _ := d3.Docker(t, "service", "ls", "--format", "{{.ID}} {{.Replicas}}")
+		if out != svcID[:12]+" 2/2\n" {
+			return fmt.Sprintf("docker service ls after kill -9 and restart: %q\n%s", out, swarmLog(d3))
+		}
+		return ""
+	})
+	waitTasks(t, d3, "lasting", 2)
 }
 
 // An autolocked swarm is locked after the engine restarts: swarm requests
