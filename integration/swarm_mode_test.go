@@ -94,6 +94,9 @@ func TestSwarmInitLeave(t *testing.T) {
 	if info.LocalNodeState != swarm.LocalNodeStateActive || !info.ControlAvailable || info.Nodes != 1 || info.Managers != 1 || info.NodeAddr != "127.0.0.1" || info.Cluster == nil || info.Cluster.ID == "" {
 		t.Errorf("docker info's swarm section: %+v", info)
 	}
+	if _, h, _ := d.rawRequest(t, "GET", "/_ping", ""); h.Get("Swarm") != "active/manager" {
+		t.Errorf("/_ping's Swarm header in a swarm: %q", h.Get("Swarm"))
+	}
 	if out, err := d.Docker(t, "swarm", "init", "--listen-addr", freeLoopbackAddr(t)); err == nil || !strings.Contains(out, "This node is already part of a swarm") {
 		t.Errorf("a second swarm init: %v\n%s", err, out)
 	}
@@ -142,6 +145,9 @@ func TestSwarmInitLeave(t *testing.T) {
 	}
 	if out, err := d.Docker(t, "swarm", "leave", "--force"); err != nil {
 		t.Fatalf("docker swarm leave --force: %v\n%s", err, out)
+	}
+	if _, h, _ := d.rawRequest(t, "GET", "/_ping", ""); h.Get("Swarm") != "inactive" {
+		t.Errorf("/_ping's Swarm header after leave: %q", h.Get("Swarm"))
 	}
 	if out, err := d.Docker(t, "info", "--format", "{{.Swarm.LocalNodeState}} {{.Swarm.NodeID}}"); err != nil || out != "inactive \n" {
 		t.Errorf("docker info after leave: %v %q", err, out)

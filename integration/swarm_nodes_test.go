@@ -47,6 +47,9 @@ func TestSwarmTwoNodes(t *testing.T) {
 	if out, err := d2.Docker(t, "info", "--format", "{{.Swarm.LocalNodeState}} {{.Swarm.ControlAvailable}}"); err != nil || out != "active false\n" {
 		t.Errorf("docker info on the worker: %v %q", err, out)
 	}
+	if _, h, _ := d2.rawRequest(t, "GET", "/_ping", ""); h.Get("Swarm") != "active/worker" {
+		t.Errorf("/_ping's Swarm header on the worker: %q", h.Get("Swarm"))
+	}
 	if out, err := d2.Docker(t, "node", "ls"); err == nil || !strings.Contains(out, "Worker nodes can't be used to view or modify cluster state") {
 		t.Errorf("docker node ls on the worker: %v\n%s", err, out)
 	}
