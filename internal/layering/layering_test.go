@@ -27,6 +27,7 @@ var rules = []struct {
 	{"engine/network", []string{"engine/network/...", "engine/networking", "engine/container", "internal/..."}, "the network service implements engine/networking"},
 	{"rootless/network", []string{"rootless/network/...", "engine/network", "engine/networking", "engine/container", "internal/..."}, "the network driver links the network service only"},
 	{"engine/shim", []string{"engine/shim/...", "internal/..."}, "the shim and its client are the engine's part, not its users"},
+	{"swarm", []string{"swarm/...", "internal/..."}, "hutch-swarm talks to the engine through its API"},
 	{"buildkit", []string{"buildkit/...", "engine/container", "engine/shim/...", "internal/..."}, "hutch-buildkit talks to the engine through its API"},
 }
 
