@@ -17,12 +17,15 @@ import (
 	"net/http/httputil"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/moby/moby/api/types/build"
+
+	"github.com/hutch-engine/hutch/internal/sidecar"
 )
 
 // Options say how to start hutch-buildkit.
@@ -56,7 +59,7 @@ type Proxy struct {
 	mu     sync.Mutex
 	closed bool
 	cmd    *exec.Cmd
-	exited chan struct{}
+	exited <-chan struct{}
 }
 
 // New returns a proxy; nothing starts yet.
@@ -278,11 +281,6 @@ func (p *Proxy) ensure(ctx context.Context) error {
 	if err := os.MkdirAll(p.opt.StateDir, 0o700); err != nil {
 		return err
 	}
-	logf, err := os.OpenFile(p.opt.StateDir+"/buildkit.log", os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		return err
-	}
-	defer logf.Close()
 	args := []string{
 		"--root", p.opt.Root, "--state", p.opt.StateDir, "--socket", p.socket,
 		"--engine", p.opt.EngineSocket, "--runtime", p.opt.RuntimeBinary,
@@ -299,71 +297,22 @@ func (p *Proxy) ensure(ctx context.Context) error {
 	if p.opt.IdleExit > 0 {
 		args = append(args, "--idle-exit", p.opt.IdleExit.String())
 	}
-	// hold's read end is its fd 3: it stops once that reads EOF, when the
-	// engine has closed or died (its state must not stay locked by a
-	// process the next engine does not know).
-	holdR, holdW, err := os.Pipe()
+	proc, err := sidecar.Start(ctx, sidecar.Options{Name: "hutch-buildkit", Binary: p.opt.Binary, Args: args, Socket: p.socket,
+		LogFile: filepath.Join(p.opt.StateDir, "buildkit.log"), Timeout: startTimeout})
 	if err != nil {
 		return err
 	}
-	defer holdR.Close()
-	// ready's write end is its fd 4, closed once it listens.
-	readyR, readyW, err := os.Pipe()
-	if err != nil {
-		holdW.Close()
-		return err
-	}
-	defer readyR.Close()
-	args = append(args, "--hold-fd", "3", "--ready-fd", "4")
-	cmd := exec.Command(p.opt.Binary, args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.ExtraFiles = []*os.File{holdR, readyW}
-	cmd.Dir = "/"
-	// Its own process group: a signal to the engine's is not for it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	err = cmd.Start()
-	readyW.Close()
-	if err != nil {
-		holdW.Close()
-		return fmt.Errorf("start hutch-buildkit: %w", err)
-	}
-	exited := make(chan struct{})
 	go func() {
-		err := cmd.Wait()
-		holdW.Close()
+		<-proc.Exited
 		p.mu.Lock()
-		if p.cmd == cmd {
+		if p.cmd == proc.Cmd {
 			p.cmd = nil
 		}
 		p.mu.Unlock()
-		p.opt.Log.Info("hutch-buildkit exited", "err", err)
-		close(exited)
+		p.opt.Log.Info("hutch-buildkit exited", "err", proc.Err)
 	}()
-	// EOF once it listens, or once it has died.
-	ready := make(chan struct{})
-	go func() {
-		_, _ = io.Copy(io.Discard, readyR)
-		close(ready)
-	}()
-	select {
-	case <-ready:
-	case <-ctx.Done():
-		_ = cmd.Process.Kill()
-		return ctx.Err()
-	case <-time.After(startTimeout):
-		_ = cmd.Process.Kill()
-		return fmt.Errorf("hutch-buildkit did not listen within %s (see %s/buildkit.log)", startTimeout, p.opt.StateDir)
-	}
-	// A process that died at start closed the pipe too.
-	if c, err := net.Dial("unix", p.socket); err == nil {
-		c.Close()
-	} else {
-		_ = cmd.Process.Kill()
-		<-exited
-		return fmt.Errorf("hutch-buildkit exited at start (see %s/buildkit.log)", p.opt.StateDir)
-	}
-	p.cmd, p.exited = cmd, exited
-	p.opt.Log.Info("hutch-buildkit started", "pid", cmd.Process.Pid, "socket", p.socket)
+	p.cmd, p.exited = proc.Cmd, proc.Exited
+	p.opt.Log.Info("hutch-buildkit started", "pid", proc.Cmd.Process.Pid, "socket", p.socket)
 	return nil
 }
 

@@ -9,7 +9,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -17,6 +16,7 @@ import (
 	"syscall"
 
 	"github.com/hutch-engine/hutch/buildkit"
+	"github.com/hutch-engine/hutch/internal/sidecar"
 )
 
 func main() {
@@ -32,8 +32,7 @@ func main() {
 	fs.StringVar(&dns, "dns", "", "comma-separated DNS servers for build containers")
 	fs.BoolVar(&cfg.Debug, "debug", false, "debug logging")
 	fs.DurationVar(&cfg.IdleExit, "idle-exit", 0, "exit after this long with no connection (0: never)")
-	readyFD := fs.Int("ready-fd", -1, "a pipe to close once the socket takes connections")
-	holdFD := fs.Int("hold-fd", -1, "a pipe from the engine: stop when it reads EOF")
+	pipes := sidecar.Flags(fs)
 	_ = fs.Parse(os.Args[1:])
 	if cfg.Root == "" || cfg.StateDir == "" || cfg.Socket == "" || cfg.EngineSocket == "" || cfg.RuntimeBinary == "" {
 		fmt.Fprintln(os.Stderr, "hutch-buildkit: --root, --state, --socket, --engine and --runtime are required (the engine starts it)")
@@ -48,13 +47,8 @@ func main() {
 	cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	if *readyFD >= 0 {
-		ready := os.NewFile(uintptr(*readyFD), "ready")
-		cfg.Ready = func() { ready.Close() }
-	}
-	if *holdFD >= 0 {
-		ctx = holdBy(ctx, *holdFD)
-	}
+	cfg.Ready = pipes.Ready()
+	ctx = pipes.Hold(ctx)
 	if err := buildkit.Serve(ctx, cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "hutch-buildkit:", err)
 		os.Exit(1)
@@ -69,16 +63,4 @@ func splitList(s string) []string {
 		}
 	}
 	return out
-}
-
-// holdBy returns a context that ends when fd, the engine's pipe, reads
-// EOF: the engine has closed it or died.
-func holdBy(ctx context.Context, fd int) context.Context {
-	ctx, cancel := context.WithCancel(ctx)
-	f := os.NewFile(uintptr(fd), "engine-hold")
-	go func() {
-		_, _ = io.Copy(io.Discard, f)
-		cancel()
-	}()
-	return ctx
 }

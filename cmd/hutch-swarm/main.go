@@ -10,12 +10,12 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
 
+	"github.com/hutch-engine/hutch/internal/sidecar"
 	"github.com/hutch-engine/hutch/swarm"
 )
 
@@ -27,8 +27,7 @@ func main() {
 	fs.StringVar(&cfg.Socket, "socket", "", "where to serve Docker's swarm endpoints")
 	fs.StringVar(&cfg.EngineSocket, "engine", "", "the engine's API socket")
 	fs.BoolVar(&cfg.Debug, "debug", false, "debug logging")
-	readyFD := fs.Int("ready-fd", -1, "a pipe to close once the socket takes connections")
-	holdFD := fs.Int("hold-fd", -1, "a pipe from the engine: stop when it reads EOF")
+	pipes := sidecar.Flags(fs)
 	_ = fs.Parse(os.Args[1:])
 	if cfg.Root == "" || cfg.StateDir == "" || cfg.Socket == "" || cfg.EngineSocket == "" {
 		fmt.Fprintln(os.Stderr, "hutch-swarm: --root, --state, --socket and --engine are required (the engine starts it)")
@@ -41,27 +40,10 @@ func main() {
 	cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	if *readyFD >= 0 {
-		ready := os.NewFile(uintptr(*readyFD), "ready")
-		cfg.Ready = func() { ready.Close() }
-	}
-	if *holdFD >= 0 {
-		ctx = holdBy(ctx, *holdFD)
-	}
+	cfg.Ready = pipes.Ready()
+	ctx = pipes.Hold(ctx)
 	if err := swarm.Serve(ctx, cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "hutch-swarm:", err)
 		os.Exit(1)
 	}
-}
-
-// holdBy returns a context that ends when fd, the engine's pipe, reads
-// EOF: the engine has closed it or died.
-func holdBy(ctx context.Context, fd int) context.Context {
-	ctx, cancel := context.WithCancel(ctx)
-	f := os.NewFile(uintptr(fd), "engine-hold")
-	go func() {
-		_, _ = io.Copy(io.Discard, f)
-		cancel()
-	}()
-	return ctx
 }

@@ -9,7 +9,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -25,6 +24,8 @@ import (
 
 	"github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/swarm"
+
+	"github.com/hutch-engine/hutch/internal/sidecar"
 )
 
 // Options say how to start hutch-swarm.
@@ -67,7 +68,7 @@ type Proxy struct {
 	mu     sync.Mutex
 	closed bool
 	cmd    *exec.Cmd
-	exited chan struct{}
+	exited <-chan struct{}
 }
 
 // New returns a proxy; nothing starts yet.
@@ -259,76 +260,26 @@ func (p *Proxy) ensure(ctx context.Context) error {
 	if err := os.MkdirAll(p.opt.StateDir, 0o700); err != nil {
 		return err
 	}
-	logf, err := os.OpenFile(filepath.Join(p.opt.StateDir, "swarm.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		return err
-	}
-	defer logf.Close()
 	args := []string{"--root", p.opt.Root, "--state", p.opt.StateDir, "--socket", p.socket, "--engine", p.opt.EngineSocket}
 	if p.opt.Debug {
 		args = append(args, "--debug")
 	}
-	// hold's read end is its fd 3: it stops once that reads EOF, when the
-	// engine has closed or died (SwarmKit's state must not stay locked by
-	// a process the next engine does not know).
-	holdR, holdW, err := os.Pipe()
+	proc, err := sidecar.Start(ctx, sidecar.Options{Name: "hutch-swarm", Binary: p.opt.Binary, Args: args, Socket: p.socket,
+		LogFile: filepath.Join(p.opt.StateDir, "swarm.log"), Timeout: startTimeout})
 	if err != nil {
 		return err
 	}
-	defer holdR.Close()
-	readyR, readyW, err := os.Pipe()
-	if err != nil {
-		holdW.Close()
-		return err
-	}
-	defer readyR.Close()
-	args = append(args, "--hold-fd", "3", "--ready-fd", "4")
-	cmd := exec.Command(p.opt.Binary, args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.ExtraFiles = []*os.File{holdR, readyW}
-	cmd.Dir = "/"
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	err = cmd.Start()
-	readyW.Close()
-	if err != nil {
-		holdW.Close()
-		return fmt.Errorf("start hutch-swarm: %w", err)
-	}
-	exited := make(chan struct{})
 	go func() {
-		err := cmd.Wait()
-		holdW.Close()
+		<-proc.Exited
 		p.mu.Lock()
-		if p.cmd == cmd {
+		if p.cmd == proc.Cmd {
 			p.cmd = nil
 		}
 		p.mu.Unlock()
-		p.opt.Log.Info("hutch-swarm exited", "err", err)
-		close(exited)
+		p.opt.Log.Info("hutch-swarm exited", "err", proc.Err)
 	}()
-	ready := make(chan struct{})
-	go func() {
-		_, _ = io.Copy(io.Discard, readyR)
-		close(ready)
-	}()
-	select {
-	case <-ready:
-	case <-ctx.Done():
-		_ = cmd.Process.Kill()
-		return ctx.Err()
-	case <-time.After(startTimeout):
-		_ = cmd.Process.Kill()
-		return fmt.Errorf("hutch-swarm did not listen within %s (see %s/swarm.log)", startTimeout, p.opt.StateDir)
-	}
-	if c, err := net.Dial("unix", p.socket); err == nil {
-		c.Close()
-	} else {
-		_ = cmd.Process.Kill()
-		<-exited
-		return fmt.Errorf("hutch-swarm exited at start (see %s/swarm.log)", p.opt.StateDir)
-	}
-	p.cmd, p.exited = cmd, exited
-	p.opt.Log.Info("hutch-swarm started", "pid", cmd.Process.Pid, "socket", p.socket)
+	p.cmd, p.exited = proc.Cmd, proc.Exited
+	p.opt.Log.Info("hutch-swarm started", "pid", proc.Cmd.Process.Pid, "socket", p.socket)
 	return nil
 }
 
