@@ -18,7 +18,7 @@ else
 PREFIX   ?= $(HOME)/.local
 endif
 BINDIR   ?= $(PREFIX)/bin
-BINARIES := hutch hutch-runtime hutch-shim hutch-ns hutch-init hutch-buildkit
+BINARIES := hutch hutch-runtime hutch-shim hutch-ns hutch-init hutch-buildkit hutch-swarm
 
 .PHONY: all build libseccomp install uninstall test unit integration compat lint run demo bench clean
 
