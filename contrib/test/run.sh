@@ -54,7 +54,7 @@ bash contrib/test/install.sh
 
 echo "== integration tests (as $(as_user id -un), uid $(as_user id -u))"
 (cd "$out" && as_user env HUTCH_BIN="$out/hutch" HUTCH_SHIM="$out/hutch-shim" \
-	"$out/integration.test" -test.v -test.count=1 -test.timeout=20m)
+	"$out/integration.test" -test.v -test.count=1 -test.timeout=35m)
 
 if [ -e "$out/rootmode.test" ]; then
 	echo "== integration tests as real root"
