@@ -58,25 +58,24 @@ func (s *server) secretCreate(w http.ResponseWriter, r *http.Request) error {
 }
 
 func resolveSecret(ctx context.Context, ctl api.ControlClient, ref string) (*api.Secret, error) {
-	if s, err := ctl.GetSecret(ctx, &api.GetSecretRequest{SecretID: ref}); err == nil {
-		return s.Secret, nil
-	}
-	r, err := ctl.ListSecrets(ctx, &api.ListSecretsRequest{Filters: &api.ListSecretsRequest_Filters{Names: []string{ref}}})
-	if err != nil {
-		return nil, err
-	}
-	if len(r.Secrets) == 0 {
-		if r, err = ctl.ListSecrets(ctx, &api.ListSecretsRequest{Filters: &api.ListSecretsRequest_Filters{IDPrefixes: []string{ref}}}); err != nil {
-			return nil, err
-		}
-	}
-	switch len(r.Secrets) {
-	case 0:
-		return nil, errdefs.ErrNotFound.WithMessage(fmt.Sprintf("secret %s not found", ref))
-	case 1:
-		return r.Secrets[0], nil
-	}
-	return nil, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("secret %s is ambiguous (%d matches found)", ref, len(r.Secrets)))
+	return resolveRef("secret", ref,
+		func(id string) (*api.Secret, error) {
+			r, err := ctl.GetSecret(ctx, &api.GetSecretRequest{SecretID: id})
+			if err != nil {
+				return nil, err
+			}
+			return r.Secret, nil
+		},
+		func(f api.ListSecretsRequest_Filters) ([]*api.Secret, error) {
+			r, err := ctl.ListSecrets(ctx, &api.ListSecretsRequest{Filters: &f})
+			if err != nil {
+				return nil, err
+			}
+			return r.Secrets, nil
+		},
+		func(names, prefixes []string) api.ListSecretsRequest_Filters {
+			return api.ListSecretsRequest_Filters{Names: names, IDPrefixes: prefixes}
+		})
 }
 
 func (s *server) secretInspect(w http.ResponseWriter, r *http.Request) error {
@@ -176,25 +175,49 @@ func (s *server) configCreate(w http.ResponseWriter, r *http.Request) error {
 }
 
 func resolveConfig(ctx context.Context, ctl api.ControlClient, ref string) (*api.Config, error) {
-	if c, err := ctl.GetConfig(ctx, &api.GetConfigRequest{ConfigID: ref}); err == nil {
-		return c.Config, nil
+	return resolveRef("config", ref,
+		func(id string) (*api.Config, error) {
+			r, err := ctl.GetConfig(ctx, &api.GetConfigRequest{ConfigID: id})
+			if err != nil {
+				return nil, err
+			}
+			return r.Config, nil
+		},
+		func(f api.ListConfigsRequest_Filters) ([]*api.Config, error) {
+			r, err := ctl.ListConfigs(ctx, &api.ListConfigsRequest{Filters: &f})
+			if err != nil {
+				return nil, err
+			}
+			return r.Configs, nil
+		},
+		func(names, prefixes []string) api.ListConfigsRequest_Filters {
+			return api.ListConfigsRequest_Filters{Names: names, IDPrefixes: prefixes}
+		})
+}
+
+// resolveRef finds the secret or config (kind) that ref names, as Docker's
+// cluster does: by ID, else by exact name, else by a unique ID prefix.
+func resolveRef[T, F any](kind, ref string, get func(string) (T, error), list func(F) ([]T, error), filters func(names, prefixes []string) F) (T, error) {
+	var zero T
+	if v, err := get(ref); err == nil {
+		return v, nil
 	}
-	r, err := ctl.ListConfigs(ctx, &api.ListConfigsRequest{Filters: &api.ListConfigsRequest_Filters{Names: []string{ref}}})
+	found, err := list(filters([]string{ref}, nil))
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
-	if len(r.Configs) == 0 {
-		if r, err = ctl.ListConfigs(ctx, &api.ListConfigsRequest{Filters: &api.ListConfigsRequest_Filters{IDPrefixes: []string{ref}}}); err != nil {
-			return nil, err
+	if len(found) == 0 {
+		if found, err = list(filters(nil, []string{ref})); err != nil {
+			return zero, err
 		}
 	}
-	switch len(r.Configs) {
+	switch len(found) {
 	case 0:
-		return nil, errdefs.ErrNotFound.WithMessage(fmt.Sprintf("config %s not found", ref))
+		return zero, errdefs.ErrNotFound.WithMessage(fmt.Sprintf("%s %s not found", kind, ref))
 	case 1:
-		return r.Configs[0], nil
+		return found[0], nil
 	}
-	return nil, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("config %s is ambiguous (%d matches found)", ref, len(r.Configs)))
+	return zero, errdefs.ErrInvalidArgument.WithMessage(fmt.Sprintf("%s %s is ambiguous (%d matches found)", kind, ref, len(found)))
 }
 
 func (s *server) configInspect(w http.ResponseWriter, r *http.Request) error {
