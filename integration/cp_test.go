@@ -37,7 +37,7 @@ func untar(t *testing.T, r io.Reader) (map[string]*tar.Header, map[string]string
 
 func TestCpBothWays(t *testing.T) {
 	d, ref := pulled(t)
-	id := docker(t, d, "run", "-d", ref, "sh", "-c", "mkdir -p /data/sub && echo hello > /data/sub/f && ln -sf f /data/sub/l && echo ready && sleep 1000")
+	id := dockerOK(t, d, "run", "-d", ref, "sh", "-c", "mkdir -p /data/sub && echo hello > /data/sub/f && ln -sf f /data/sub/l && echo ready && sleep 1000")
 	waitFor(t, func() bool { out, _ := d.Docker(t, "logs", id); return strings.Contains(out, "ready") })
 	host := t.TempDir()
 
@@ -48,8 +48,8 @@ func TestCpBothWays(t *testing.T) {
 		t.Fatalf("cp ctr:/etc/passwd - = %d %q %v", code, se, hdrs)
 	}
 	// Out, into a directory and as a new name.
-	docker(t, d, "cp", id+":/etc/passwd", host+"/")
-	docker(t, d, "cp", id+":/data", host+"/data")
+	dockerOK(t, d, "cp", id+":/etc/passwd", host+"/")
+	dockerOK(t, d, "cp", id+":/data", host+"/data")
 	if b, _ := os.ReadFile(filepath.Join(host, "passwd")); string(b) != data["passwd"] {
 		t.Errorf("copied passwd = %q", b)
 	}
@@ -71,34 +71,34 @@ func TestCpBothWays(t *testing.T) {
 	must(os.Chmod(filepath.Join(host, "script"), 0o750))
 	must(os.MkdirAll(filepath.Join(host, "tree/a/b"), 0o755))
 	must(os.WriteFile(filepath.Join(host, "tree/a/b/c"), []byte("deep\n"), 0o644))
-	docker(t, d, "cp", filepath.Join(host, "script"), id+":/tmp/")
-	docker(t, d, "cp", filepath.Join(host, "tree"), id+":/tmp/tree")
-	docker(t, d, "cp", filepath.Join(host, "script"), id+":/tmp/renamed")
-	if out := docker(t, d, "exec", id, "sh", "-c", "stat -c '%a %u' /tmp/script; /tmp/renamed; cat /tmp/tree/a/b/c"); out != "750 "+itoa(os.Getuid())+"\nrun\ndeep" {
+	dockerOK(t, d, "cp", filepath.Join(host, "script"), id+":/tmp/")
+	dockerOK(t, d, "cp", filepath.Join(host, "tree"), id+":/tmp/tree")
+	dockerOK(t, d, "cp", filepath.Join(host, "script"), id+":/tmp/renamed")
+	if out := dockerOK(t, d, "exec", id, "sh", "-c", "stat -c '%a %u' /tmp/script; /tmp/renamed; cat /tmp/tree/a/b/c"); out != "750 "+itoa(os.Getuid())+"\nrun\ndeep" {
 		t.Errorf("in the container: %q", out)
 	}
 	// -a: the container's user owns what comes in.
-	user := docker(t, d, "run", "-d", "-u", "1234", ref, "sleep", "1000")
-	docker(t, d, "cp", "-a", filepath.Join(host, "script"), user+":/tmp/")
-	if out := docker(t, d, "exec", user, "stat", "-c", "%u:%g", "/tmp/script"); out != "1234:1234" {
+	user := dockerOK(t, d, "run", "-d", "-u", "1234", ref, "sleep", "1000")
+	dockerOK(t, d, "cp", "-a", filepath.Join(host, "script"), user+":/tmp/")
+	if out := dockerOK(t, d, "exec", user, "stat", "-c", "%u:%g", "/tmp/script"); out != "1234:1234" {
 		t.Errorf("cp -a: owner %q", out)
 	}
 
 	// A stopped container's files can be copied both ways.
-	docker(t, d, "stop", "-t", "0", id)
-	docker(t, d, "cp", filepath.Join(host, "script"), id+":/data/offline")
-	docker(t, d, "cp", id+":/data/offline", filepath.Join(host, "back"))
+	dockerOK(t, d, "stop", "-t", "0", id)
+	dockerOK(t, d, "cp", filepath.Join(host, "script"), id+":/data/offline")
+	dockerOK(t, d, "cp", id+":/data/offline", filepath.Join(host, "back"))
 	if b, _ := os.ReadFile(filepath.Join(host, "back")); !strings.Contains(string(b), "echo run") {
 		t.Errorf("copied from a stopped container: %q", b)
 	}
-	docker(t, d, "start", id)
-	if out := docker(t, d, "exec", id, "/data/offline"); out != "run" {
+	dockerOK(t, d, "start", id)
+	if out := dockerOK(t, d, "exec", id, "/data/offline"); out != "run" {
 		t.Errorf("after restart: %q", out)
 	}
 	if out, err := d.Docker(t, "cp", id+":/nope", host); err == nil || !strings.Contains(out, "Could not find the file /nope in container "+id) {
 		t.Errorf("cp of a missing file: %v %q", err, out)
 	}
-	docker(t, d, "rm", "-f", id, user)
+	dockerOK(t, d, "rm", "-f", id, user)
 }
 
 // TestCpStaysInRootfs: links in a container cannot make cp read or write
@@ -118,7 +118,7 @@ func TestCpStaysInRootfs(t *testing.T) {
 		"ln -s " + secret + " /hostsecret",
 		"echo ready", "sleep 1000",
 	}, "; ")
-	id := docker(t, d, "run", "-d", ref, "sh", "-c", script)
+	id := dockerOK(t, d, "run", "-d", ref, "sh", "-c", script)
 	waitFor(t, func() bool { out, _ := d.Docker(t, "logs", id); return strings.Contains(out, "ready") })
 
 	// Reading through the links finds the container's files or nothing.
@@ -154,8 +154,8 @@ func TestCpStaysInRootfs(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(host, "payload"), []byte("payload"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	docker(t, d, "cp", filepath.Join(host, "payload"), id+":/escape/")
-	if out := docker(t, d, "exec", id, "cat", "/etc/payload"); out != "payload" {
+	dockerOK(t, d, "cp", filepath.Join(host, "payload"), id+":/escape/")
+	if out := dockerOK(t, d, "exec", id, "cat", "/etc/payload"); out != "payload" {
 		t.Errorf("cp into /escape/: %q", out)
 	}
 	for _, p := range []string{"/hostdir/", "/reldir/", "/hostdir/x"} {
@@ -182,7 +182,7 @@ func TestCpStaysInRootfs(t *testing.T) {
 	if err != nil {
 		t.Error(err)
 	}
-	if out := docker(t, d, "exec", id, "ls", host); out != "pwned" {
+	if out := dockerOK(t, d, "exec", id, "ls", host); out != "pwned" {
 		t.Errorf("the container's %s holds %q", host, out)
 	}
 	ents, _ := os.ReadDir(host)
@@ -209,7 +209,7 @@ func TestCpStaysInRootfs(t *testing.T) {
 	if _, err := c.CopyToContainer(ctx, id, client.CopyToContainerOptions{DestinationPath: "/etc/passwd", Content: tarOf(t)}); !errdefs.IsInvalidArgument(err) {
 		t.Errorf("extract into a file: %v", err)
 	}
-	docker(t, d, "rm", "-f", id)
+	dockerOK(t, d, "rm", "-f", id)
 }
 
 func tarOf(t *testing.T, hdrs ...tar.Header) io.Reader {
@@ -238,7 +238,7 @@ func TestCpThroughMounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	ro := t.TempDir()
-	id := docker(t, d, "run", "-d", "-v", "cpvol:/data", "-v", host+":/bind", "-v", ro+":/ro:ro", ref, "sh", "-c",
+	id := dockerOK(t, d, "run", "-d", "-v", "cpvol:/data", "-v", host+":/bind", "-v", ro+":/ro:ro", ref, "sh", "-c",
 		"echo in-volume > /data/f && ln -s / /data/escape && ln -s /data /link && echo ready && sleep 1000")
 	waitFor(t, func() bool { out, _ := d.Docker(t, "logs", id); return strings.Contains(out, "ready") })
 
@@ -259,16 +259,16 @@ func TestCpThroughMounts(t *testing.T) {
 	if err := os.WriteFile(src, []byte("copied in\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	docker(t, d, "cp", src, id+":/data/")
-	docker(t, d, "cp", src, id+":/bind/")
-	if got := docker(t, d, "exec", id, "cat", "/data/in", "/bind/in"); got != "copied in\ncopied in" {
+	dockerOK(t, d, "cp", src, id+":/data/")
+	dockerOK(t, d, "cp", src, id+":/bind/")
+	if got := dockerOK(t, d, "exec", id, "cat", "/data/in", "/bind/in"); got != "copied in\ncopied in" {
 		t.Errorf("in the container: %q", got)
 	}
 	if b, err := os.ReadFile(filepath.Join(host, "in")); err != nil || string(b) != "copied in\n" {
 		t.Errorf("on the host: %q %v", b, err)
 	}
 	// The volume keeps it for other containers.
-	if got := docker(t, d, "run", "--rm", "-v", "cpvol:/v", ref, "cat", "/v/in"); got != "copied in" {
+	if got := dockerOK(t, d, "run", "--rm", "-v", "cpvol:/v", ref, "cat", "/v/in"); got != "copied in" {
 		t.Errorf("another container of the volume: %q", got)
 	}
 	if out, err := d.Docker(t, "cp", src, id+":/ro/"); err == nil || !strings.Contains(out, "mounted volume is marked read-only") {
@@ -277,5 +277,5 @@ func TestCpThroughMounts(t *testing.T) {
 	if entries, _ := os.ReadDir(ro); len(entries) != 0 {
 		t.Errorf("the read-only bind got %v", entries)
 	}
-	docker(t, d, "rm", "-f", id)
+	dockerOK(t, d, "rm", "-f", id)
 }

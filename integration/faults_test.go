@@ -82,7 +82,7 @@ func TestKill9DuringPull(t *testing.T) {
 	resp.Close()
 
 	d2 := restarted(t, d)
-	if out := strings.TrimSpace(mustDocker(t, d2, "images", "-q", ref)); out != "" {
+	if out := strings.TrimSpace(dockerOK(t, d2, "images", "-q", ref)); out != "" {
 		// A pull that finished before the kill is whole: it must run.
 		t.Logf("the pull finished before the kill")
 		if _, err := d2.Docker(t, "run", "--rm", ref, "true"); err != nil {
@@ -122,7 +122,7 @@ func TestKill9DuringLifecycle(t *testing.T) {
 	wg.Wait()
 
 	d2 := startDaemonEnv(t, d.env, d.Socket)
-	out := mustDocker(t, d2, "ps", "-a", "--format", "{{.Names}} {{.State}}")
+	out := dockerOK(t, d2, "ps", "-a", "--format", "{{.Names}} {{.State}}")
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		if line == "" {
 			continue
@@ -142,7 +142,7 @@ func TestKill9DuringLifecycle(t *testing.T) {
 			t.Errorf("name k%d cannot be reused: %v %s", i, err, out)
 		}
 	}
-	if out := strings.TrimSpace(mustDocker(t, d2, "ps", "-aq")); out != "" {
+	if out := strings.TrimSpace(dockerOK(t, d2, "ps", "-aq")); out != "" {
 		t.Errorf("left over: %q", out)
 	}
 	// No shim, runtime or container init of the first daemon waits
@@ -197,13 +197,4 @@ func daemonsRuntimeServer(pid int) bool {
 	}
 	parent := cmdline(parentOf(pid))
 	return len(parent) >= 2 && filepath.Base(parent[0]) == "hutch" && parent[1] == "daemon"
-}
-
-func mustDocker(t *testing.T, d *daemon, args ...string) string {
-	t.Helper()
-	out, err := d.Docker(t, args...)
-	if err != nil {
-		t.Fatalf("docker %v: %v\n%s", args, err, out)
-	}
-	return out
 }

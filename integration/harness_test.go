@@ -196,6 +196,17 @@ func (d *daemon) Client(t testing.TB) *client.Client {
 }
 
 // Docker runs the real docker CLI against this daemon.
+// dockerOK runs the docker CLI and fails the test when it fails; it
+// returns the output, trimmed.
+func dockerOK(t testing.TB, d *daemon, args ...string) string {
+	t.Helper()
+	out, err := d.Docker(t, args...)
+	if err != nil {
+		t.Fatalf("docker %s: %v\n%s\n--- daemon log ---\n%s", strings.Join(args, " "), err, out, d.Log())
+	}
+	return strings.TrimSpace(out)
+}
+
 func (d *daemon) Docker(t testing.TB, args ...string) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -57,16 +57,6 @@ func runIn(t *testing.T, d *daemon, stdin string, args ...string) (string, strin
 	return so.String(), se.String(), cmd.ProcessState.ExitCode()
 }
 
-// docker runs the CLI and fails the test when it fails.
-func docker(t *testing.T, d *daemon, args ...string) string {
-	t.Helper()
-	out, err := d.Docker(t, args...)
-	if err != nil {
-		t.Fatalf("docker %v: %v\n%s\n--- daemon ---\n%s", args, err, out, d.Log())
-	}
-	return strings.TrimSpace(out)
-}
-
 func TestInteractiveStdin(t *testing.T) {
 	d, ref := pulled(t)
 	t.Run("pipe", func(t *testing.T) {
@@ -87,7 +77,7 @@ func TestInteractiveStdin(t *testing.T) {
 		}
 	})
 	t.Run("attach", func(t *testing.T) {
-		id := docker(t, d, "run", "-d", "-i", ref, "sh", "-c", "read l; echo got $l; exit 2")
+		id := dockerOK(t, d, "run", "-d", "-i", ref, "sh", "-c", "read l; echo got $l; exit 2")
 		if out, se, code := runIn(t, d, "hi\n", "attach", id); out != "got hi\n" || code != 2 {
 			t.Errorf("echo hi | docker attach = %q %q %d", out, se, code)
 		}
@@ -168,17 +158,17 @@ func TestIgnoredSignalsNotInherited(t *testing.T) {
 	if engineIgnores&(1<<(syscall.SIGHUP-1)) == 0 {
 		t.Fatalf("hutch-ns's children ignore %#x, not SIGHUP: the test's set-up failed", engineIgnores)
 	}
-	if ign := ignored(docker(t, d, "run", "--rm", ref, "cat", "/proc/self/status")); ign&hupInt != 0 {
+	if ign := ignored(dockerOK(t, d, "run", "--rm", ref, "cat", "/proc/self/status")); ign&hupInt != 0 {
 		t.Errorf("a container's process ignores %#x", ign)
 	}
-	if out := docker(t, d, "run", "--rm", ref, "sh", "-c", `trap "echo got HUP" HUP; trap "echo got INT" INT; kill -HUP $$; kill -INT $$; echo after`); out != "got HUP\ngot INT\nafter" {
+	if out := dockerOK(t, d, "run", "--rm", ref, "sh", "-c", `trap "echo got HUP" HUP; trap "echo got INT" INT; kill -HUP $$; kill -INT $$; echo after`); out != "got HUP\ngot INT\nafter" {
 		t.Errorf("traps in a container: %q", out)
 	}
-	id := docker(t, d, "run", "-d", ref, "sleep", "100")
-	if ign := ignored(docker(t, d, "exec", id, "cat", "/proc/self/status")); ign&hupInt != 0 {
+	id := dockerOK(t, d, "run", "-d", ref, "sleep", "100")
+	if ign := ignored(dockerOK(t, d, "exec", id, "cat", "/proc/self/status")); ign&hupInt != 0 {
 		t.Errorf("an exec'd process ignores %#x", ign)
 	}
-	docker(t, d, "rm", "-f", id)
+	dockerOK(t, d, "rm", "-f", id)
 }
 
 // A signal sent as soon as a container's first output arrives, while its
@@ -451,7 +441,7 @@ func TestInteractiveTTY(t *testing.T) {
 			if code := s.wait(); code != 0 {
 				t.Errorf("exit code %d after the detach keys\n%q", code, s.out.String())
 			}
-			if st := docker(t, d, "inspect", "-f", "{{.State.Running}}", name); st != "true" {
+			if st := dockerOK(t, d, "inspect", "-f", "{{.State.Running}}", name); st != "true" {
 				t.Errorf("after detaching the container is running=%s", st)
 			}
 			// docker attach takes the terminal back.
@@ -462,18 +452,18 @@ func TestInteractiveTTY(t *testing.T) {
 			if code := a.wait(); code != 3 {
 				t.Errorf("attach: exit code %d\n%q", code, a.out.String())
 			}
-			docker(t, d, "rm", name)
+			dockerOK(t, d, "rm", name)
 		})
 	}
 	t.Run("run -t without a terminal", func(t *testing.T) {
-		out := docker(t, d, "run", "-t", "--rm", ref, "sh", "-c", "tty; echo $TERM; echo err >&2")
+		out := dockerOK(t, d, "run", "-t", "--rm", ref, "sh", "-c", "tty; echo $TERM; echo err >&2")
 		// One raw stream: stderr comes through it, without stdcopy headers.
 		if out != "/dev/pts/0\r\nxterm\r\nerr" {
 			t.Errorf("run -t = %q", out)
 		}
 	})
 	t.Run("exec -it", func(t *testing.T) {
-		id := docker(t, d, "run", "-d", ref, "sleep", "1000")
+		id := dockerOK(t, d, "run", "-d", ref, "sleep", "1000")
 		s := startPty(t, d, 33, 99, "exec", "-it", id, "sh")
 		s.expect("# ")
 		s.send("stty size; tty; echo $TERM-$((6*7))\r")
@@ -487,13 +477,13 @@ func TestInteractiveTTY(t *testing.T) {
 		if code := s.wait(); code != 6 {
 			t.Errorf("exec -it exit code %d\n%q", code, s.out.String())
 		}
-		docker(t, d, "rm", "-f", id)
+		dockerOK(t, d, "rm", "-f", id)
 	})
 }
 
 func TestExecCLI(t *testing.T) {
 	d, ref := pulled(t)
-	id := docker(t, d, "run", "-d", "-e", "FROMRUN=1", "-w", "/home", ref, "sleep", "1000")
+	id := dockerOK(t, d, "run", "-d", "-e", "FROMRUN=1", "-w", "/home", ref, "sleep", "1000")
 	tests := []struct {
 		name       string
 		stdin      string
@@ -534,12 +524,12 @@ func TestExecCLI(t *testing.T) {
 		})
 	}
 	t.Run("detached", func(t *testing.T) {
-		docker(t, d, "exec", "-d", id, "sh", "-c", "echo done > /tmp/marker")
+		dockerOK(t, d, "exec", "-d", id, "sh", "-c", "echo done > /tmp/marker")
 		waitFor(t, func() bool { out, _ := d.Docker(t, "exec", id, "cat", "/tmp/marker"); return out == "done\n" })
 	})
 	t.Run("privileged", func(t *testing.T) {
 		capEff := func(args ...string) uint64 {
-			out := docker(t, d, append(append([]string{"exec"}, args...), id, "sh", "-c", "grep CapEff /proc/self/status")...)
+			out := dockerOK(t, d, append(append([]string{"exec"}, args...), id, "sh", "-c", "grep CapEff /proc/self/status")...)
 			v, err := strconv.ParseUint(strings.TrimSpace(strings.TrimPrefix(out, "CapEff:")), 16, 64)
 			if err != nil {
 				t.Fatalf("%q: %v", out, err)
@@ -555,13 +545,13 @@ func TestExecCLI(t *testing.T) {
 		}
 	})
 	t.Run("stopped container", func(t *testing.T) {
-		stopped := docker(t, d, "create", ref, "true")
+		stopped := dockerOK(t, d, "create", ref, "true")
 		out, err := d.Docker(t, "exec", stopped, "true")
 		if err == nil || !strings.Contains(out, "container "+stopped+" is not running") {
 			t.Errorf("exec in a stopped container: %v %q", err, out)
 		}
 	})
-	docker(t, d, "rm", "-f", id)
+	dockerOK(t, d, "rm", "-f", id)
 }
 
 func indexOf(s []string, v string) int {
@@ -577,7 +567,7 @@ func TestExecSDK(t *testing.T) {
 	d, ref := pulled(t)
 	ctx := context.Background()
 	c := d.Client(t)
-	id := docker(t, d, "run", "-d", ref, "sleep", "1000")
+	id := dockerOK(t, d, "run", "-d", ref, "sleep", "1000")
 
 	ex, err := c.ExecCreate(ctx, id, client.ExecCreateOptions{Cmd: []string{"sh", "-c", "cat; echo $$ >&2; exit 5"}, AttachStdin: true, AttachStdout: true, AttachStderr: true})
 	if err != nil {
@@ -674,14 +664,14 @@ func TestExecSDK(t *testing.T) {
 	if _, err := c.ExecStart(ctx, ex.ID, client.ExecStartOptions{Detach: true}); !errdefs.IsInvalidArgument(err) || !strings.Contains(err.Error(), "too long") {
 		t.Errorf("exec with a 1 MiB environment: %v", err)
 	}
-	if out := docker(t, d, "exec", id, "echo", "after"); out != "after" {
+	if out := dockerOK(t, d, "exec", id, "echo", "after"); out != "after" {
 		t.Errorf("exec after the long one: %q", out)
 	}
 
 	if _, err := c.ExecInspect(ctx, "nope", client.ExecInspectOptions{}); !errdefs.IsNotFound(err) {
 		t.Errorf("unknown exec: %v", err)
 	}
-	docker(t, d, "rm", "-f", id)
+	dockerOK(t, d, "rm", "-f", id)
 	// Execs vanish with their container.
 	if _, err := c.ExecInspect(ctx, ex.ID, client.ExecInspectOptions{}); !errdefs.IsNotFound(err) {
 		t.Errorf("exec of a removed container: %v", err)
@@ -690,23 +680,23 @@ func TestExecSDK(t *testing.T) {
 
 func TestSignals(t *testing.T) {
 	d, ref := pulled(t)
-	id := docker(t, d, "run", "-d", ref, "sh", "-c",
+	id := dockerOK(t, d, "run", "-d", ref, "sh", "-c",
 		`for s in USR1 USR2 HUP; do trap "echo got $s" $s; done; echo ready; while :; do sleep 0.1; done`)
 	waitFor(t, func() bool { out, _ := d.Docker(t, "logs", id); return strings.Contains(out, "ready") })
 	for _, sig := range []struct{ arg, want string }{{"USR1", "got USR1"}, {"SIGUSR2", "got USR2"}, {"1", "got HUP"}} {
-		docker(t, d, "kill", "-s", sig.arg, id)
+		dockerOK(t, d, "kill", "-s", sig.arg, id)
 		waitFor(t, func() bool { out, _ := d.Docker(t, "logs", id); return strings.Contains(out, sig.want) })
 	}
 	if out, err := d.Docker(t, "kill", "-s", "NOPE", id); err == nil || !strings.Contains(strings.ToLower(out), "invalid signal: nope") {
 		t.Errorf("kill -s NOPE: %v %q", err, out)
 	}
-	docker(t, d, "rm", "-f", id)
+	dockerOK(t, d, "rm", "-f", id)
 
 	// docker stop sends the container's stop signal.
-	id = docker(t, d, "run", "-d", "--stop-signal", "USR2", ref, "sh", "-c", `trap "exit 5" USR2; echo ready; while :; do sleep 0.1; done`)
+	id = dockerOK(t, d, "run", "-d", "--stop-signal", "USR2", ref, "sh", "-c", `trap "exit 5" USR2; echo ready; while :; do sleep 0.1; done`)
 	waitFor(t, func() bool { out, _ := d.Docker(t, "logs", id); return strings.Contains(out, "ready") })
-	docker(t, d, "stop", id)
-	if st := docker(t, d, "inspect", "-f", "{{.State.ExitCode}}", id); st != "5" {
+	dockerOK(t, d, "stop", id)
+	if st := dockerOK(t, d, "inspect", "-f", "{{.State.ExitCode}}", id); st != "5" {
 		t.Errorf("exit code after stop = %s, want 5 (the trap of the stop signal)", st)
 	}
 

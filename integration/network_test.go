@@ -24,16 +24,6 @@ import (
 	"github.com/moby/moby/client"
 )
 
-// dockerOK runs the docker CLI and fails the test on error.
-func dockerOK(t *testing.T, d *daemon, args ...string) string {
-	t.Helper()
-	out, err := d.Docker(t, args...)
-	if err != nil {
-		t.Fatalf("docker %s: %v\n%s\n--- daemon log ---\n%s", strings.Join(args, " "), err, out, d.Log())
-	}
-	return strings.TrimSpace(out)
-}
-
 // freeLoopbackPort returns a TCP port free on 127.0.0.1 right now.
 func freeLoopbackPort(t *testing.T) int {
 	t.Helper()

@@ -20,25 +20,25 @@ func TestCreateMakesWorkdir(t *testing.T) {
 	}
 	os.Chmod(filepath.Dir(src), 0o755)
 
-	id := docker(t, d, "create", "-w", "/new/work", ref, "sh", "-c", "pwd; cat f.txt; stat -c %u:%a /new/work")
+	id := dockerOK(t, d, "create", "-w", "/new/work", ref, "sh", "-c", "pwd; cat f.txt; stat -c %u:%a /new/work")
 	defer d.Docker(t, "rm", "-f", id)
-	docker(t, d, "cp", src, id+":/new/work/f.txt")
-	if out := docker(t, d, "start", "-a", id); out != "/new/work\ncopied before the start\n0:755" {
+	dockerOK(t, d, "cp", src, id+":/new/work/f.txt")
+	if out := dockerOK(t, d, "start", "-a", id); out != "/new/work\ncopied before the start\n0:755" {
 		t.Errorf("start -a = %q", out)
 	}
 
-	before := docker(t, d, "ps", "-aq", "--no-trunc")
+	before := dockerOK(t, d, "ps", "-aq", "--no-trunc")
 	out, err := d.Docker(t, "create", "-w", "/etc/passwd", ref, "true")
 	if err == nil || !strings.Contains(out, "Cannot mkdir: /etc/passwd is not a directory") {
 		t.Errorf("create with a file as workdir: %v\n%s", err, out)
 	}
-	if after := docker(t, d, "ps", "-aq", "--no-trunc"); after != before {
+	if after := dockerOK(t, d, "ps", "-aq", "--no-trunc"); after != before {
 		t.Errorf("the failed create left a container: %q, was %q", after, before)
 	}
 
 	// The image's own WORKDIR is not made again (the build made it), and
 	// a user's process gets root's directory, as on Docker.
-	if out := docker(t, d, "run", "--rm", "-u", "1234", "-w", "/made/for/user", ref, "stat", "-c", "%u:%a", "."); out != "0:755" {
+	if out := dockerOK(t, d, "run", "--rm", "-u", "1234", "-w", "/made/for/user", ref, "stat", "-c", "%u:%a", "."); out != "0:755" {
 		t.Errorf("workdir of a user's process: %q, want root's 0:755", out)
 	}
 }
