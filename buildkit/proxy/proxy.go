@@ -175,9 +175,19 @@ func (p *Proxy) handOver(w http.ResponseWriter, r *http.Request) error {
 		b, _ := brw.Reader.Peek(n)
 		pre.Write(b)
 	}
-	uc, ok := conn.(*net.UnixConn)
-	if !ok {
-		return errors.New("buildkit: not a unix connection")
+	uc := unixConn(conn)
+	if uc == nil {
+		// Not a descriptor to hand over: the engine copies.
+		backend, err := p.dial(r.Context())
+		if err != nil {
+			p.hijackedError(conn, err)
+			return nil
+		}
+		defer backend.Close()
+		if _, err := backend.Write(pre.Bytes()); err == nil {
+			copyBoth(conn, backend)
+		}
+		return nil
 	}
 	for attempt := 0; ; attempt++ {
 		err = sendConn(HandoffPath(p.socket), uc, pre.Bytes())
@@ -189,12 +199,31 @@ func (p *Proxy) handOver(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	if err != nil {
-		// The connection is hijacked: the error goes as Docker's answer.
-		p.opt.Log.Warn("buildkit: handing a connection over", "err", err)
-		body := fmt.Sprintf("{\"message\":%q}\n", "buildkit: "+err.Error())
-		fmt.Fprintf(conn, "HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
+		p.hijackedError(conn, err)
 	}
 	return nil
+}
+
+// hijackedError answers on a hijacked connection, as Docker's JSON error.
+func (p *Proxy) hijackedError(conn net.Conn, err error) {
+	p.opt.Log.Warn("buildkit: handing a connection over", "err", err)
+	body := fmt.Sprintf("{\"message\":%q}\n", "buildkit: "+err.Error())
+	fmt.Fprintf(conn, "HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
+}
+
+// unixConn is the unix socket under c and the wrappers that track it
+// (NetConn, as tls.Conn has), or nil.
+func unixConn(c net.Conn) *net.UnixConn {
+	for {
+		switch v := c.(type) {
+		case *net.UnixConn:
+			return v
+		case interface{ NetConn() net.Conn }:
+			c = v.NetConn()
+		default:
+			return nil
+		}
+	}
 }
 
 // copyBoth copies conn and backend both ways until either side closes.

@@ -243,6 +243,10 @@ func (c *conn) Read(b []byte) (int, error) {
 	return n, err
 }
 
+// NetConn is the connection tracked, as tls.Conn's NetConn is: a handler
+// that hands the descriptor over finds it.
+func (c *conn) NetConn() net.Conn { return c.Conn }
+
 func (c *conn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(c.t.closed)
