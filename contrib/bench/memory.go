@@ -133,16 +133,26 @@ func startSleeper(ctx context.Context, api *client.Client, ref string) (string, 
 // counted apart, and what runs under it (the container) not at all, except
 // a hutch-runtime waiting for a request (a warm shim's): that is the
 // daemon's, and counts in the tree.
+//
+// With live restore the daemon's namespaces belong to a keeper that an
+// earlier daemon may have started: the keeper's tree (hutch-ns keeper,
+// its namespace child, slirp4netns) counts as the daemon's wherever it
+// hangs.
 func readTree(root int) (MemSample, error) {
 	children, err := childMap()
 	if err != nil {
 		return MemSample{}, err
 	}
 	var s MemSample
-	queue := []int{root}
+	queue := append([]int{root}, keepers(children, root)...)
+	seen := map[int]bool{}
 	for len(queue) > 0 {
 		pid := queue[0]
 		queue = queue[1:]
+		if seen[pid] {
+			continue
+		}
+		seen[pid] = true
 		name := procName(pid)
 		rss, pss, err := smapsRollup(pid)
 		if err != nil {
@@ -168,6 +178,52 @@ func readTree(root int) (MemSample, error) {
 		queue = append(queue, children[pid]...)
 	}
 	return s, nil
+}
+
+// keepers are the live-restore keepers (`hutch-ns keeper` whose parent is
+// not one) of root's user, outside root's tree.
+func keepers(children map[int][]int, root int) []int {
+	uid := ownerOf(root)
+	parent := map[int]int{}
+	for p, cs := range children {
+		for _, c := range cs {
+			parent[c] = p
+		}
+	}
+	isKeeper := func(pid int) bool {
+		args := strings.Split(cmdline(pid), "\x00")
+		return len(args) > 1 && filepath.Base(args[0]) == "hutch-ns" && args[1] == "keeper"
+	}
+	var out []int
+	for pid := range parent {
+		if !isKeeper(pid) || isKeeper(parent[pid]) || ownerOf(pid) != uid {
+			continue
+		}
+		under := false
+		for p := parent[pid]; p > 1; p = parent[p] {
+			if p == root {
+				under = true
+				break
+			}
+		}
+		if !under {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// ownerOf is the real uid of pid ("" when it cannot be read).
+func ownerOf(pid int) string {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "Uid:"); ok {
+			if f := strings.Fields(rest); len(f) > 0 {
+				return f[0]
+			}
+		}
+	}
+	return ""
 }
 
 // childMap reads every process's parent from /proc.
