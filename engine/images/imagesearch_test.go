@@ -8,12 +8,12 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/registry"
 
-	"github.com/hutch-engine/hutch/engine/imagestore"
+	"github.com/hutch-engine/hutch/engine/imagestore/imagestoretest"
 )
 
 // searchStore answers SearchRegistry with a fixed list and counts calls.
 type searchStore struct {
-	imagestore.Store
+	*imagestoretest.Fake
 	calls int
 }
 
@@ -48,7 +48,7 @@ func TestSearchImagesFilters(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.filters, func(t *testing.T) {
-			store := &searchStore{}
+			store := &searchStore{Fake: imagestoretest.New()}
 			e := New(Options{Store: store})
 			got, err := e.SearchImages(context.Background(), "busybox", 0, tc.filters, registry.AuthConfig{})
 			if (store.calls > 0) != tc.asks {

@@ -6,15 +6,11 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/hutch-engine/hutch/engine/imagestore"
 )
 
-// fakeRootfs is an imagestore.Rootfs whose calls can be held (a channel
-// per layer ID) and are counted; what the pool does not call is not
-// there.
+// fakeRootfs is the pool's Layers, whose calls can be held (a channel per
+// layer ID) and are counted.
 type fakeRootfs struct {
-	imagestore.Rootfs
 	mu      sync.Mutex
 	n       int
 	created []string
@@ -52,6 +48,8 @@ func (f *fakeRootfs) CreateRootfs(_ context.Context, _, _ string, _ bool) (strin
 func (f *fakeRootfs) ResetRootfs(_ context.Context, id string) error {
 	return f.record(&f.reset, id)
 }
+
+func (f *fakeRootfs) Rootfses(context.Context) ([]string, error) { return nil, nil }
 
 func (f *fakeRootfs) RemoveRootfs(_ context.Context, id string) error {
 	return f.record(&f.removed, id)

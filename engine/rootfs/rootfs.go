@@ -1,21 +1,33 @@
 package rootfs
 
 import (
+	"context"
 	"log/slog"
 
 	"github.com/hutch-engine/hutch/engine/imagestore"
 )
 
+// Layers is what the pool needs of the image store's writable layers
+// (imagestore.Rootfs has them).
+type Layers interface {
+	CreateRootfs(ctx context.Context, containerID, imageID string, volatile bool) (string, error)
+	ResetRootfs(ctx context.Context, rootfsID string) error
+	RemoveRootfs(ctx context.Context, rootfsID string) error
+	Rootfses(ctx context.Context) ([]string, error)
+}
+
+var _ Layers = imagestore.Rootfs(nil)
+
 // Pool is the engine's keeper of writable layers. Create it with New.
 type Pool struct {
-	store  imagestore.Rootfs
+	store  Layers
 	log    *slog.Logger
 	spares spares
 	rm     remover
 }
 
 // New returns a pool over store's writable layers.
-func New(store imagestore.Rootfs, log *slog.Logger) *Pool {
+func New(store Layers, log *slog.Logger) *Pool {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
