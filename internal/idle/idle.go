@@ -247,6 +247,16 @@ func (c *conn) Read(b []byte) (int, error) {
 // that hands the descriptor over finds it.
 func (c *conn) NetConn() net.Conn { return c.Conn }
 
+// CloseWrite half-closes the connection where its socket can: a hijacked
+// stream (attach, exec) ends its output so, and the client reads to EOF
+// while the server still drains what it sends.
+func (c *conn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errors.ErrUnsupported
+}
+
 func (c *conn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(c.t.closed)

@@ -3,6 +3,7 @@ package idle
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"path/filepath"
 	"sync/atomic"
@@ -149,4 +150,48 @@ func TestReleaseOncePerQuietSpell(t *testing.T) {
 	wait("a client connected and quiet")
 	c.Write([]byte("x")) // the server's read ends; it closes its end
 	wait("after the client's request")
+}
+
+// A tracked connection keeps what hijacked streams use of the socket: its
+// descriptor (NetConn) and its half-close, which lets the client read to
+// EOF while the server still drains its input.
+func TestTrackedConnHalfCloses(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.sock")
+	raw, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	tr := New(Options{})
+	l, _ := tr.Listener(context.Background(), raw, false)
+	client, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	c, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, ok := c.(interface{ NetConn() net.Conn }).NetConn().(*net.UnixConn); !ok {
+		t.Fatal("NetConn is not the socket")
+	}
+	cw, ok := c.(interface{ CloseWrite() error })
+	if !ok {
+		t.Fatal("a tracked connection has no CloseWrite")
+	}
+	if _, err := c.Write([]byte("out")); err != nil {
+		t.Fatal(err)
+	}
+	if err := cw.CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	client.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if b, err := io.ReadAll(client); err != nil || string(b) != "out" {
+		t.Fatalf("the client read %q, %v; want out and EOF", b, err)
+	}
+	if _, err := client.Write([]byte("in")); err != nil {
+		t.Fatalf("the client's half stays open: %v", err)
+	}
 }
