@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hutch-engine/hutch/internal/idle"
 )
 
 // headReadLimit bounds how long a hijacked stream waits for its client to
@@ -22,8 +24,8 @@ const headReadLimit = time.Second
 // counts what the peer has not read yet). Other connections go on at
 // once.
 func waitHeadRead(conn net.Conn) {
-	uc, ok := conn.(*net.UnixConn)
-	if !ok {
+	uc := idle.UnixSocket(conn)
+	if uc == nil {
 		return
 	}
 	raw, err := uc.SyscallConn()

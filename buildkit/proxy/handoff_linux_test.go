@@ -90,19 +90,3 @@ func TestHandoffRefused(t *testing.T) {
 		t.Fatalf("the connection after failed hand-overs: %v", err)
 	}
 }
-
-type wrapped struct{ net.Conn }
-
-func (w wrapped) NetConn() net.Conn { return w.Conn }
-
-// The engine's connection trackers wrap the socket: the hand-over finds
-// it under them.
-func TestUnixConnUnwraps(t *testing.T) {
-	_, server := unixPair(t)
-	if got := unixConn(wrapped{wrapped{server}}); got != server {
-		t.Fatalf("unixConn of a wrapped socket = %v", got)
-	}
-	if got := unixConn(wrapped{}); got != nil {
-		t.Fatalf("unixConn of nothing = %v", got)
-	}
-}

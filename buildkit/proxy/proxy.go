@@ -25,6 +25,7 @@ import (
 
 	"github.com/moby/moby/api/types/build"
 
+	"github.com/hutch-engine/hutch/internal/idle"
 	"github.com/hutch-engine/hutch/internal/sidecar"
 )
 
@@ -175,7 +176,7 @@ func (p *Proxy) handOver(w http.ResponseWriter, r *http.Request) error {
 		b, _ := brw.Reader.Peek(n)
 		pre.Write(b)
 	}
-	uc := unixConn(conn)
+	uc := idle.UnixSocket(conn)
 	if uc == nil {
 		// Not a descriptor to hand over: the engine copies.
 		backend, err := p.dial(r.Context())
@@ -209,21 +210,6 @@ func (p *Proxy) hijackedError(conn net.Conn, err error) {
 	p.opt.Log.Warn("buildkit: handing a connection over", "err", err)
 	body := fmt.Sprintf("{\"message\":%q}\n", "buildkit: "+err.Error())
 	fmt.Fprintf(conn, "HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
-}
-
-// unixConn is the unix socket under c and the wrappers that track it
-// (NetConn, as tls.Conn has), or nil.
-func unixConn(c net.Conn) *net.UnixConn {
-	for {
-		switch v := c.(type) {
-		case *net.UnixConn:
-			return v
-		case interface{ NetConn() net.Conn }:
-			c = v.NetConn()
-		default:
-			return nil
-		}
-	}
 }
 
 // copyBoth copies conn and backend both ways until either side closes.

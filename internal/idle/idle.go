@@ -262,3 +262,19 @@ func (c *conn) Close() error {
 	c.once.Do(c.t.closed)
 	return err
 }
+
+// UnixSocket is the unix socket under c and the wrappers that track it
+// (NetConn, as tls.Conn has), or nil: for the handlers that use the
+// socket itself (its descriptor, its send queue).
+func UnixSocket(c net.Conn) *net.UnixConn {
+	for {
+		switch v := c.(type) {
+		case *net.UnixConn:
+			return v
+		case interface{ NetConn() net.Conn }:
+			c = v.NetConn()
+		default:
+			return nil
+		}
+	}
+}

@@ -195,3 +195,28 @@ func TestTrackedConnHalfCloses(t *testing.T) {
 		t.Fatalf("the client's half stays open: %v", err)
 	}
 }
+
+type wrapped struct{ net.Conn }
+
+func (w wrapped) NetConn() net.Conn { return w.Conn }
+
+// The socket is found under any number of trackers.
+func TestUnixSocketUnwraps(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.sock")
+	raw, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if got := UnixSocket(wrapped{wrapped{c}}); got != c {
+		t.Fatalf("UnixSocket of a wrapped socket = %v", got)
+	}
+	if got := UnixSocket(wrapped{}); got != nil {
+		t.Fatalf("UnixSocket of nothing = %v", got)
+	}
+}
