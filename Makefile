@@ -43,6 +43,7 @@ libseccomp:
 	  echo "  Fedora: dnf install libseccomp-devel libseccomp-static pkgconf" >&2; \
 	  echo "  (as root, bash contrib/test/setup-root.sh installs everything the tests need)" >&2; \
 	  exit 1; }
+
 # The binaries into $(DESTDIR)$(BINDIR); `hutch install` then sets up the
 # service and the docker context (docs/install.md).
 install: build
