@@ -16,11 +16,9 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/moby/moby/api/types/build"
@@ -59,8 +57,7 @@ type Proxy struct {
 
 	mu     sync.Mutex
 	closed bool
-	cmd    *exec.Cmd
-	exited <-chan struct{}
+	proc   sidecar.Slot
 }
 
 // New returns a proxy; nothing starts yet.
@@ -192,7 +189,7 @@ func (p *Proxy) handOver(w http.ResponseWriter, r *http.Request) error {
 	}
 	for attempt := 0; ; attempt++ {
 		err = sendConn(HandoffPath(p.socket), uc, pre.Bytes())
-		if err == nil || attempt > 0 || !p.waitExit(r.Context(), 10*time.Second) {
+		if err == nil || attempt > 0 || !p.proc.WaitExit(r.Context(), 10*time.Second) {
 			break
 		}
 		if err = p.ensure(r.Context()); err != nil {
@@ -253,29 +250,10 @@ func (p *Proxy) dial(ctx context.Context) (net.Conn, error) {
 		if err == nil || attempt > 0 {
 			return c, err
 		}
-		if !p.waitExit(ctx, 10*time.Second) {
+		if !p.proc.WaitExit(ctx, 10*time.Second) {
 			return nil, err
 		}
 	}
-}
-
-// waitExit waits for a running hutch-buildkit to exit; false if it does
-// not within limit.
-func (p *Proxy) waitExit(ctx context.Context, limit time.Duration) bool {
-	p.mu.Lock()
-	exited := p.exited
-	running := p.cmd != nil
-	p.mu.Unlock()
-	if !running {
-		return true
-	}
-	select {
-	case <-exited:
-		return true
-	case <-ctx.Done():
-	case <-time.After(limit):
-	}
-	return false
 }
 
 // ensure starts hutch-buildkit if it is not running, and waits for it to
@@ -286,7 +264,7 @@ func (p *Proxy) ensure(ctx context.Context) error {
 	if p.closed {
 		return errors.New("the engine is stopping")
 	}
-	if p.cmd != nil {
+	if p.proc.Running() {
 		return nil
 	}
 	if p.opt.Binary == "" {
@@ -317,16 +295,7 @@ func (p *Proxy) ensure(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	go func() {
-		<-proc.Exited
-		p.mu.Lock()
-		if p.cmd == proc.Cmd {
-			p.cmd = nil
-		}
-		p.mu.Unlock()
-		p.opt.Log.Info("hutch-buildkit exited", "err", proc.Err)
-	}()
-	p.cmd, p.exited = proc.Cmd, proc.Exited
+	p.proc.Keep(proc, func(err error) { p.opt.Log.Info("hutch-buildkit exited", "err", err) })
 	p.opt.Log.Info("hutch-buildkit started", "pid", proc.Cmd.Process.Pid, "socket", p.socket)
 	return nil
 }
@@ -335,28 +304,14 @@ func (p *Proxy) ensure(ctx context.Context) error {
 func (p *Proxy) Close() {
 	p.mu.Lock()
 	p.closed = true
-	cmd, exited := p.cmd, p.exited
 	p.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-exited:
-	case <-time.After(10 * time.Second):
-		_ = cmd.Process.Kill()
-		<-exited
-	}
+	p.proc.Stop(10 * time.Second)
 }
 
 // Running reports whether hutch-buildkit runs: the engine does not see
 // the builds' connections, which it hands over, and stays up while one
 // may be open (--idle-exit).
-func (p *Proxy) Running() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.cmd != nil
-}
+func (p *Proxy) Running() bool { return p.proc.Running() }
 
 // Available reports whether hutch-buildkit was found.
 func (p *Proxy) Available() bool { return p.opt.Binary != "" }

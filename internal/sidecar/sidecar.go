@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -154,4 +155,63 @@ func (f *ChildFlags) Hold(ctx context.Context) context.Context {
 		cancel()
 	}()
 	return ctx
+}
+
+// Slot is where the engine keeps its one process of a helper: Keep makes
+// a started process the current one, and its exit clears it.
+type Slot struct {
+	mu   sync.Mutex
+	proc *Process
+}
+
+// Keep makes p the current process; onExit, when set, runs once p has
+// exited, with its exit.
+func (s *Slot) Keep(p *Process, onExit func(error)) {
+	s.mu.Lock()
+	s.proc = p
+	s.mu.Unlock()
+	go func() {
+		<-p.Exited
+		s.mu.Lock()
+		if s.proc == p {
+			s.proc = nil
+		}
+		s.mu.Unlock()
+		if onExit != nil {
+			onExit(p.Err)
+		}
+	}()
+}
+
+// Current is the running process, or nil.
+func (s *Slot) Current() *Process {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.proc
+}
+
+// Running reports whether a process runs.
+func (s *Slot) Running() bool { return s.Current() != nil }
+
+// WaitExit waits for the running process to exit: true once none runs,
+// false if it still runs after limit or when ctx ends.
+func (s *Slot) WaitExit(ctx context.Context, limit time.Duration) bool {
+	p := s.Current()
+	if p == nil {
+		return true
+	}
+	select {
+	case <-p.Exited:
+		return true
+	case <-ctx.Done():
+	case <-time.After(limit):
+	}
+	return false
+}
+
+// Stop stops the running process, if any (Process.Stop).
+func (s *Slot) Stop(grace time.Duration) {
+	if p := s.Current(); p != nil {
+		p.Stop(grace)
+	}
 }

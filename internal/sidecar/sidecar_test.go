@@ -76,3 +76,26 @@ func TestStartDies(t *testing.T) {
 		t.Fatalf("start of a helper that dies: %v", err)
 	}
 }
+
+// A slot holds the process it keeps until that process exits, by Stop or
+// by itself.
+func TestSlot(t *testing.T) {
+	var s Slot
+	if s.Running() || !s.WaitExit(context.Background(), time.Second) {
+		t.Fatal("an empty slot runs something")
+	}
+	p, err := Start(context.Background(), options(t, "helper"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	s.Keep(p, func(err error) { exited <- err })
+	if !s.Running() || s.WaitExit(context.Background(), 10*time.Millisecond) {
+		t.Fatal("the slot lost its running process")
+	}
+	s.Stop(10 * time.Second)
+	<-exited
+	if !s.WaitExit(context.Background(), 10*time.Second) || s.Running() {
+		t.Fatal("the slot still holds a process that exited")
+	}
+}

@@ -16,10 +16,8 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/containerd/errdefs"
@@ -67,8 +65,7 @@ type Proxy struct {
 
 	mu     sync.Mutex
 	closed bool
-	cmd    *exec.Cmd
-	exited <-chan struct{}
+	proc   sidecar.Slot
 }
 
 // New returns a proxy; nothing starts yet.
@@ -97,11 +94,7 @@ func New(opt Options) *Proxy {
 func (p *Proxy) Available() bool { return p.opt.Binary != "" }
 
 // Running reports whether a hutch-swarm runs.
-func (p *Proxy) Running() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.cmd != nil
-}
+func (p *Proxy) Running() bool { return p.proc.Running() }
 
 // HasState reports whether a swarm's state is under the data root: the
 // engine then starts hutch-swarm with it.
@@ -137,7 +130,7 @@ func (p *Proxy) Forward(w http.ResponseWriter, r *http.Request) error {
 	rec := &statusRecorder{ResponseWriter: w}
 	p.reverse.ServeHTTP(rec, r)
 	if leave && rec.status == http.StatusOK {
-		p.waitExit(r.Context(), 20*time.Second)
+		p.proc.WaitExit(r.Context(), 20*time.Second)
 	}
 	return nil
 }
@@ -227,21 +220,6 @@ func (p *Proxy) RemoveNetwork(ctx context.Context, id string) error {
 	return errors.New(m.Message)
 }
 
-func (p *Proxy) waitExit(ctx context.Context, limit time.Duration) {
-	p.mu.Lock()
-	exited := p.exited
-	running := p.cmd != nil
-	p.mu.Unlock()
-	if !running {
-		return
-	}
-	select {
-	case <-exited:
-	case <-ctx.Done():
-	case <-time.After(limit):
-	}
-}
-
 // ensure starts hutch-swarm if it is not running, and waits for it to
 // listen.
 func (p *Proxy) ensure(ctx context.Context) error {
@@ -250,7 +228,7 @@ func (p *Proxy) ensure(ctx context.Context) error {
 	if p.closed {
 		return errors.New("the engine is stopping")
 	}
-	if p.cmd != nil {
+	if p.proc.Running() {
 		return nil
 	}
 	if p.opt.Binary == "" {
@@ -269,16 +247,7 @@ func (p *Proxy) ensure(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	go func() {
-		<-proc.Exited
-		p.mu.Lock()
-		if p.cmd == proc.Cmd {
-			p.cmd = nil
-		}
-		p.mu.Unlock()
-		p.opt.Log.Info("hutch-swarm exited", "err", proc.Err)
-	}()
-	p.cmd, p.exited = proc.Cmd, proc.Exited
+	p.proc.Keep(proc, func(err error) { p.opt.Log.Info("hutch-swarm exited", "err", err) })
 	p.opt.Log.Info("hutch-swarm started", "pid", proc.Cmd.Process.Pid, "socket", p.socket)
 	return nil
 }
@@ -290,16 +259,6 @@ var errNoBinary = errdefs.ErrNotImplemented.WithMessage("swarm mode is not avail
 func (p *Proxy) Close() {
 	p.mu.Lock()
 	p.closed = true
-	cmd, exited := p.cmd, p.exited
 	p.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-exited:
-	case <-time.After(20 * time.Second):
-		_ = cmd.Process.Kill()
-		<-exited
-	}
+	p.proc.Stop(20 * time.Second)
 }
