@@ -118,40 +118,13 @@ func (p *Proxy) Forward(w http.ResponseWriter, r *http.Request) error {
 		p.reverse.ServeHTTP(w, r)
 		return nil
 	}
-	if _, local := r.Context().Value(http.LocalAddrContextKey).(*net.UnixAddr); local {
-		return p.handOver(w, r)
-	}
-	backend, err := p.dial(r.Context())
-	if err != nil {
-		return err
-	}
-	defer backend.Close()
-	if err := r.Write(backend); err != nil {
-		return fmt.Errorf("buildkit: %w", err)
-	}
-	hj, ok := w.(http.Hijacker)
-	if !ok {
-		return errors.New("connection cannot be hijacked")
-	}
-	conn, brw, err := hj.Hijack()
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	// Bytes the client sent after the request and the server already read.
-	if n := brw.Reader.Buffered(); n > 0 {
-		b, _ := brw.Reader.Peek(n)
-		if _, err := backend.Write(b); err != nil {
-			return nil
-		}
-	}
-	copyBoth(conn, backend)
-	return nil
+	return p.handOver(w, r)
 }
 
-// handOver gives an upgrade request's connection, from the engine's unix
-// socket, to hutch-buildkit (handoff_linux.go). One that is exiting
-// (idle) refuses it: the next one is started.
+// handOver gives an upgrade request's connection to hutch-buildkit: its
+// socket, when it has one (handoff_linux.go), else (TLS) its bytes,
+// copied both ways. One that is exiting (idle) refuses a hand-over: the
+// next one is started.
 func (p *Proxy) handOver(w http.ResponseWriter, r *http.Request) error {
 	if err := p.ensure(r.Context()); err != nil {
 		return err
