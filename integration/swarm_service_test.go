@@ -71,10 +71,17 @@ func TestSwarmService(t *testing.T) {
 	svcID := strings.TrimSpace(out)
 	ids := waitTasks(t, d, "web", 2)
 
-	out, err = d.Docker(t, "service", "ls", "--format", "{{.ID}} {{.Name}} {{.Mode}} {{.Replicas}}")
-	if want := svcID[:12] + " web replicated 2/2\n"; err != nil || out != want {
-		t.Errorf("docker service ls: %v\n%q, want %q", err, out, want)
-	}
+	// The manager counts a task running once its node has reported it,
+	// a moment after the container runs.
+	want := svcID[:12] + " web replicated 2/2\n"
+	waitFor(t, func() bool {
+		out, err = d.Docker(t, "service", "ls", "--format", "{{.ID}} {{.Name}} {{.Mode}} {{.Replicas}}")
+		if err == nil && out == want {
+			return true
+		}
+		t.Logf("docker service ls: %v %q, want %q", err, out, want)
+		return false
+	})
 	out, err = d.Docker(t, "service", "inspect", "web", "--format", "{{.ID}} {{.Spec.Name}} {{.Spec.Labels.tier}} {{.Spec.Mode.Replicated.Replicas}}")
 	if want := svcID + " web front 2\n"; err != nil || out != want {
 		t.Errorf("docker service inspect: %v\n%q, want %q", err, out, want)
