@@ -97,12 +97,12 @@ func (i *exporterInstance) Export(ctx context.Context, src *bkexporter.Source, i
 	}
 	names := tagNames(resp[exptypes.ExporterImageNameKey])
 	fetch := func(ctx context.Context) error { return unlazy(ctx, src, i.refCfg, info.SessionID) }
-	if err := i.e.store(ctx, man, names, fetch); err != nil {
+	id, err := i.e.store(ctx, man, names, fetch)
+	if err != nil {
 		release()
 		return nil, nil, nil, err
 	}
-	id := man.Config.Digest.String()
-	resp[exptypes.ExporterImageConfigDigestKey] = id
+	resp[exptypes.ExporterImageConfigDigestKey] = man.Config.Digest.String()
 	resp[exptypes.ExporterImageDigestKey] = id
 	return resp, finalize, ref, nil
 }
@@ -213,36 +213,40 @@ func tagNames(list string) []string {
 
 // store puts the image into the engine under names: a load, which names
 // it, when the engine lacks it (after fetch, which brings its blobs into
-// the content store), else the tags it lacks.
-func (e *exporter) store(ctx context.Context, man *ocispec.Manifest, names []string, fetch func(context.Context) error) error {
-	id := man.Config.Digest
-	done := progress.OneOff(ctx, "writing image "+id.String())
-	tagged := map[string]bool{}
-	if have, err := e.eng.inspectImage(ctx, id.String()); err == nil {
-		tagged = have.tags
-	} else {
+// the content store), else the tags it lacks. It returns the engine's ID
+// of the image.
+func (e *exporter) store(ctx context.Context, man *ocispec.Manifest, names []string, fetch func(context.Context) error) (string, error) {
+	// The engine finds an image by its config's digest too; its ID is
+	// its manifest's digest.
+	config := man.Config.Digest.String()
+	done := progress.OneOff(ctx, "writing image "+config)
+	have, err := e.eng.inspectImage(ctx, config)
+	if err != nil {
 		if err := fetch(ctx); err != nil {
-			return done(err)
+			return "", done(err)
 		}
 		if err := e.load(ctx, man, names); err != nil {
-			return done(err)
+			return "", done(err)
+		}
+		if have, err = e.eng.inspectImage(ctx, config); err != nil {
+			return "", done(err)
 		}
 		// The archive's RepoTags named it.
 		for _, n := range names {
-			tagged[n] = true
+			have.tags[n] = true
 		}
 	}
 	done(nil)
 	for _, n := range names {
 		named := progress.OneOff(ctx, "naming to "+n)
-		if tagged[n] {
+		if have.tags[n] {
 			// A rebuild of what the name already is: nothing to change.
 			named(nil)
 			continue
 		}
-		if err := named(e.eng.tag(ctx, id.String(), n)); err != nil {
-			return err
+		if err := named(e.eng.tag(ctx, have.ID, n)); err != nil {
+			return "", err
 		}
 	}
-	return nil
+	return have.ID, nil
 }

@@ -127,7 +127,7 @@ func (s *Store) loadOne(ctx context.Context, sys *types.SystemContext, refs []ty
 		return imagestore.LoadedImage{}, nil
 	}
 	id := cfg.Encoded()
-	li := imagestore.LoadedImage{ID: "sha256:" + id, Replaced: map[string]string{}}
+	li := imagestore.LoadedImage{Replaced: map[string]string{}}
 	for _, ref := range refs {
 		if named := ref.DockerReference(); named != nil {
 			if _, err := imageName("load", named.String()); err != nil {
@@ -143,9 +143,12 @@ func (s *Store) loadOne(ctx context.Context, sys *types.SystemContext, refs []ty
 	if err := s.copyIntoReporting(ctx, sys, refs[0], nil, id, nil, report); err != nil {
 		return imagestore.LoadedImage{}, fmt.Errorf("loading image %s: %w", cfg, archiveContentError(err))
 	}
+	if li.ID, err = s.storedID(id); err != nil {
+		return imagestore.LoadedImage{}, err
+	}
 	for _, n := range li.Names {
 		if other, err := s.cs.Image(n); err == nil && other.ID != id {
-			li.Replaced[n] = "sha256:" + other.ID
+			li.Replaced[n] = s.idOf(other)
 		}
 	}
 	if len(li.Names) > 0 {

@@ -118,7 +118,7 @@ func (s *Store) CommitImage(ctx context.Context, rootfsID string, req imagestore
 			return "", err
 		}
 	}
-	return "sha256:" + id, nil
+	return s.storedID(id)
 }
 
 // chainLayer is one layer of the image a commit builds on.

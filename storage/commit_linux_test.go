@@ -129,7 +129,7 @@ func TestCommitImage(t *testing.T) {
 		t.Errorf("committed config = %+v", cfg)
 	}
 	checkRootfsFile(t, s, id, "new.txt")
-	root, err := s.Backend().MountImage(strings.TrimPrefix(id, "sha256:"), []string{"ro"}, "")
+	root, err := s.Backend().MountImage(storedHex(t, s, id), []string{"ro"}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestCommitImage(t *testing.T) {
 			t.Errorf("%s in the committed image: %v", gone, err)
 		}
 	}
-	s.Backend().UnmountImage(strings.TrimPrefix(id, "sha256:"), true)
+	s.Backend().UnmountImage(storedHex(t, s, id), true)
 
 	// Committing again gives another image on the same layer.
 	again, err := s.CommitImage(ctx, rootfs, commitReq(t, s, base, "second", "", "/etc/hosts"))

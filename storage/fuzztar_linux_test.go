@@ -273,7 +273,7 @@ func newTarSandbox(f *testing.F) *tarSandbox {
 // would change them.
 func (sb *tarSandbox) baselineTree(t testing.TB) string {
 	t.Helper()
-	img, err := sb.s.Backend().Image(hexOf(sb.baseline))
+	img, err := sb.s.byID(sb.baseline)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -88,7 +88,11 @@ func (s *Store) recordPull(id, repo string, d digest.Digest) error {
 // SetImageParent records parent ("sha256:…") as the image Docker's
 // ParentId names: the image a commit made image id from.
 func (s *Store) SetImageParent(ctx context.Context, id, parent string) error {
-	return s.updateMeta(hexOf(id), func(m *imageMeta) bool {
+	img, err := s.byID(id)
+	if err != nil {
+		return err
+	}
+	return s.updateMeta(img.ID, func(m *imageMeta) bool {
 		if m.Parent == parent {
 			return false
 		}

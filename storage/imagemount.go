@@ -17,9 +17,9 @@ import (
 // layer's own directory for vfs) and counts the mounts in its run root,
 // where a daemon that starts anew finds them (resetStaleMounts).
 func (s *Store) MountImage(ctx context.Context, id string) (string, error) {
-	img, err := s.cs.Image(hexOf(id))
+	img, err := s.byID(id)
 	if err != nil {
-		return "", imageError(id, err)
+		return "", err
 	}
 	if img.TopLayer == "" {
 		// An image without layers (FROM scratch and nothing added) shows
@@ -35,9 +35,9 @@ func (s *Store) MountImage(ctx context.Context, id string) (string, error) {
 
 // UnmountImage releases one MountImage of image id.
 func (s *Store) UnmountImage(ctx context.Context, id string) error {
-	img, err := s.cs.Image(hexOf(id))
+	img, err := s.byID(id)
 	if err != nil {
-		return imageError(id, err)
+		return err
 	}
 	if img.TopLayer == "" {
 		return nil

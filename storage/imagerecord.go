@@ -80,7 +80,7 @@ func (s *Store) layerIndex() (map[string]*cstorage.Layer, error) {
 // record converts a library image. A config that cannot be read leaves
 // Config nil rather than hiding the image: it must stay removable.
 func (s *Store) record(img *cstorage.Image, layers map[string]*cstorage.Layer) *imagestore.Image {
-	out := &imagestore.Image{ID: "sha256:" + img.ID, Created: img.Created}
+	out := &imagestore.Image{ID: s.idOf(img), Created: img.Created, Descriptor: s.descriptor(img)}
 	tags, digests := s.refs(img)
 	for _, r := range append(tags, digests...) {
 		out.Refs = append(out.Refs, r.String())
@@ -128,14 +128,17 @@ func (s *Store) TagImage(ctx context.Context, id, name string) error {
 	if err != nil {
 		return err
 	}
-	hexID := hexOf(id)
-	if err := s.cs.AddNames(hexID, []string{named.String()}); err != nil {
+	img, err := s.byID(id)
+	if err != nil {
+		return err
+	}
+	if err := s.cs.AddNames(img.ID, []string{named.String()}); err != nil {
 		if errors.Is(err, cstorage.ErrImageUnknown) {
 			return noSuchImage(id)
 		}
 		return fmt.Errorf("storage: tagging %s: %w", id, err)
 	}
-	return s.updateMeta(hexID, func(m *imageMeta) bool {
+	return s.updateMeta(img.ID, func(m *imageMeta) bool {
 		m.LastTagTime = time.Now().UTC()
 		return true
 	})
@@ -148,11 +151,11 @@ func (s *Store) UntagImage(ctx context.Context, id, ref string) error {
 	if err != nil {
 		return invalidReference(err)
 	}
-	hexID := hexOf(id)
-	img, err := s.cs.Image(hexID)
+	img, err := s.byID(id)
 	if err != nil {
-		return noSuchImage(id)
+		return err
 	}
+	hexID := img.ID
 	if slices.Contains(img.Names, named.String()) {
 		if err := s.cs.RemoveNames(hexID, []string{named.String()}); err != nil {
 			return fmt.Errorf("storage: untagging %s: %w", named, classify(err))
@@ -182,8 +185,11 @@ func (s *Store) UntagImage(ctx context.Context, id, ref string) error {
 // unknown image and errdefs.ErrConflict when a container's rootfs is made
 // from it.
 func (s *Store) DeleteImage(ctx context.Context, id string) ([]string, error) {
-	hexID := hexOf(id)
-	layers, err := s.cs.DeleteImage(hexID, true)
+	img, err := s.byID(id)
+	if err != nil {
+		return nil, err
+	}
+	layers, err := s.cs.DeleteImage(img.ID, true)
 	switch {
 	case errors.Is(err, cstorage.ErrImageUsedByContainer):
 		return nil, fmt.Errorf("image %s is used by a container: %w", id, errdefs.ErrConflict)

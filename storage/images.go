@@ -15,7 +15,7 @@ import (
 
 // Image is an image of the store as the Docker API shows it.
 type Image struct {
-	ID          string        // "sha256:" + config digest hex
+	ID          string        // "sha256:" + manifest digest hex (imageID)
 	RepoTags    []string      // familiar names: "busybox:latest", "localhost:5000/x:1"
 	RepoDigests []string      // familiar: "busybox@sha256:..."
 	Names       []string      // names as stored: "docker.io/library/busybox:latest"
@@ -53,7 +53,7 @@ func (s *Store) lookup(ref string) (*cstorage.Image, error) {
 	notFound := noSuchImage(ref)
 	hexID := strings.TrimPrefix(ref, "sha256:")
 	if isHex(hexID) && len(hexID) == 64 {
-		if img, err := s.cs.Image(hexID); err == nil && img.ID == hexID {
+		if img := s.byFullID(hexID); img != nil {
 			return img, nil
 		}
 		return nil, notFound
@@ -69,7 +69,7 @@ func (s *Store) lookup(ref string) (*cstorage.Image, error) {
 		}
 	}
 	if isHex(hexID) && hexID != "" {
-		if img, err := s.cs.Image(hexID); err == nil && strings.HasPrefix(img.ID, hexID) {
+		if img := s.byIDPrefix(hexID); img != nil {
 			return img, nil
 		}
 	}
@@ -80,8 +80,69 @@ func (s *Store) lookup(ref string) (*cstorage.Image, error) {
 	return nil, notFound
 }
 
-// byDigest finds the image of repository repo whose manifest (or manifest
-// list) has digest d, or that a pull recorded as repo@d.
+// byID finds the image of a full ID ("sha256:<hex>" or hex): the one whose
+// manifest has that digest (idOf), else the one the store keeps under it
+// (its config's digest, which containers made before IDs were manifest
+// digests still name). It returns Docker's "No such image" otherwise.
+func (s *Store) byID(id string) (*cstorage.Image, error) {
+	if img := s.byFullID(hexOf(id)); img != nil {
+		return img, nil
+	}
+	return nil, noSuchImage(id)
+}
+
+func (s *Store) byFullID(hexID string) *cstorage.Image {
+	if len(hexID) != 64 || !isHex(hexID) {
+		return nil
+	}
+	if v, ok := s.ids.Load(hexID); ok {
+		if img, err := s.cs.Image(v.(string)); err == nil && hexOf(s.idOf(img)) == hexID {
+			return img
+		}
+	}
+	imgs, err := s.cs.Images()
+	if err != nil {
+		return nil
+	}
+	for i := range imgs {
+		if hexOf(s.idOf(&imgs[i])) == hexID {
+			s.ids.Store(hexID, imgs[i].ID)
+			return &imgs[i]
+		}
+	}
+	if img, err := s.cs.Image(hexID); err == nil && img.ID == hexID {
+		return img
+	}
+	return nil
+}
+
+// byIDPrefix finds the one image whose ID starts with prefix (hex); none
+// when several do. The store's own IDs are tried last.
+func (s *Store) byIDPrefix(prefix string) *cstorage.Image {
+	imgs, err := s.cs.Images()
+	if err != nil {
+		return nil
+	}
+	var found *cstorage.Image
+	for i := range imgs {
+		if strings.HasPrefix(hexOf(s.idOf(&imgs[i])), prefix) {
+			if found != nil {
+				return nil
+			}
+			found = &imgs[i]
+		}
+	}
+	if found != nil {
+		return found
+	}
+	if img, err := s.cs.Image(prefix); err == nil && strings.HasPrefix(img.ID, prefix) {
+		return img
+	}
+	return nil
+}
+
+// byDigest finds the image of repository repo whose ID or pulled manifest
+// (or manifest list) has digest d, or that a pull recorded as repo@d.
 func (s *Store) byDigest(repo string, d digest.Digest) *cstorage.Image {
 	imgs, err := s.cs.Images()
 	if err != nil {
@@ -92,7 +153,7 @@ func (s *Store) byDigest(repo string, d digest.Digest) *cstorage.Image {
 		if slices.Contains(s.meta(img).RepoDigests[repo], d) {
 			return img
 		}
-		if !slices.Contains(img.Digests, d) && img.Digest != d {
+		if !slices.Contains(img.Digests, d) && img.Digest != d && s.idOf(img) != d.String() {
 			continue
 		}
 		for _, n := range img.Names {
@@ -123,6 +184,11 @@ func (s *Store) ImageConfigBlob(ref string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return s.configBlob(img)
+}
+
+// configBlob returns img's config as stored.
+func (s *Store) configBlob(img *cstorage.Image) ([]byte, error) {
 	b, err := s.cs.ImageBigData(img.ID, "sha256:"+img.ID)
 	if err != nil {
 		return nil, fmt.Errorf("storage: config of image %s: %w", img.ID, err)
@@ -147,7 +213,7 @@ func (s *Store) ImageConfig(ref string) (*dockerspec.DockerOCIImage, error) {
 // toImage converts a library image record.
 func (s *Store) toImage(img *cstorage.Image) *Image {
 	out := &Image{
-		ID:       "sha256:" + img.ID,
+		ID:       s.idOf(img),
 		Names:    append([]string(nil), img.Names...),
 		TopLayer: img.TopLayer,
 		Digest:   ownDigest(img),

@@ -176,7 +176,7 @@ func (s *Store) ImportImage(ctx context.Context, rootfs io.Reader, cfg imagestor
 			return "", err
 		}
 	}
-	return "sha256:" + id, nil
+	return s.storedID(id)
 }
 
 // writeRootfs decompresses the rootfs into a file of dir while checking

@@ -227,8 +227,8 @@ func testPullBusybox(t *testing.T, noFetcher bool) {
 	if got := strings.Join(compact, "\n"); got != strings.Join(want, "\n") {
 		t.Errorf("stream:\n%s\n\nwant (progress updates collapsed):\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
 	}
-	if img.ID != configDigest {
-		t.Errorf("ID = %s, want config digest %s", img.ID, configDigest)
+	if want := idByConfig(t, s, configDigest); img.ID != want {
+		t.Errorf("ID = %s, want the manifest's digest %s", img.ID, want)
 	}
 	if !slices.Equal(img.RepoTags, []string{ref}) {
 		t.Errorf("RepoTags = %v", img.RepoTags)
@@ -294,7 +294,7 @@ func layerSize(t testing.TB, img v1.Image, i int) int64 {
 // mapping and flattened to root in single-UID mode.
 func checkRootfs(t *testing.T, s *Store, id string) {
 	t.Helper()
-	hexID := strings.TrimPrefix(id, "sha256:")
+	hexID := storedHex(t, s, id)
 	root, err := s.Backend().MountImage(hexID, []string{"ro"}, "")
 	if err != nil {
 		t.Fatalf("mounting image: %v", err)
@@ -362,11 +362,11 @@ func TestPullMultiLayer(t *testing.T) {
 		t.Errorf("store has %d layers (%v), the image %d", len(ls), err, len(layers))
 	}
 
-	root, err := s.Backend().MountImage(strings.TrimPrefix(img.ID, "sha256:"), []string{"ro"}, "")
+	root, err := s.Backend().MountImage(storedHex(t, s, img.ID), []string{"ro"}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Backend().UnmountImage(strings.TrimPrefix(img.ID, "sha256:"), true)
+	defer s.Backend().UnmountImage(storedHex(t, s, img.ID), true)
 	if _, err := os.Stat(filepath.Join(root, "data/layer0.txt")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("whiteout of data/layer0.txt not applied: %v", err)
 	}
@@ -519,8 +519,8 @@ func TestPullConcurrent(t *testing.T) {
 	for i := range 8 {
 		wg.Go(func() {
 			img, err := s.Pull(context.Background(), refs[i%2], PullOptions{}, nil)
-			if err == nil && img.ID != configDigest {
-				err = fmt.Errorf("pulled %s, want %s", img.ID, configDigest)
+			if err == nil && img.ID != idByConfig(t, s, configDigest) {
+				err = fmt.Errorf("pulled %s, want the manifest of config %s", img.ID, configDigest)
 			}
 			errs <- err
 		})
@@ -541,7 +541,7 @@ func TestPullConcurrent(t *testing.T) {
 
 func checkRootfsFile(t *testing.T, s *Store, id, file string) {
 	t.Helper()
-	hexID := strings.TrimPrefix(id, "sha256:")
+	hexID := storedHex(t, s, id)
 	root, err := s.Backend().MountImage(hexID, []string{"ro"}, "")
 	if err != nil {
 		t.Fatal(err)
@@ -564,11 +564,14 @@ func TestImageLookupAndRemove(t *testing.T) {
 	if _, err := s.Pull(context.Background(), ref, PullOptions{}, nil); err != nil {
 		t.Fatal(err)
 	}
-	hexID := strings.TrimPrefix(configDigest, "sha256:")
-	for _, q := range []string{configDigest, hexID, hexID[:12], ref, reg.host + "/busybox", reg.host + "/busybox@" + manifestDigest} {
+	id := idByConfig(t, s, configDigest)
+	hexID := strings.TrimPrefix(id, "sha256:")
+	// The config's digest still finds the image: containers made when IDs
+	// were config digests name it so.
+	for _, q := range []string{id, hexID, hexID[:12], configDigest, ref, reg.host + "/busybox", reg.host + "/busybox@" + manifestDigest} {
 		t.Run(q, func(t *testing.T) {
 			img, err := s.Image(q)
-			if err != nil || img.ID != configDigest {
+			if err != nil || img.ID != id {
 				t.Errorf("Image(%q) = %+v, %v", q, img, err)
 			}
 		})

@@ -39,9 +39,9 @@ func (s *Store) PushImage(ctx context.Context, id, name string, auth registry.Au
 	if err != nil {
 		return err
 	}
-	img, err := s.cs.Image(hexOf(id))
+	img, err := s.byID(id)
 	if err != nil {
-		return noSuchImage(id)
+		return err
 	}
 	var planned []plannedLayer
 	for lid := img.TopLayer; lid != ""; {

@@ -37,7 +37,11 @@ func (s *Store) ContainerImage(ctx context.Context, ref string) (string, *docker
 // volatile one (docker run --rm) skips containers/storage's syncs and is
 // mounted with overlay's volatile option, as Podman does for --rm.
 func (s *Store) CreateRootfs(ctx context.Context, id, imageID string, volatile bool) (string, error) {
-	c, err := s.cs.CreateContainer(id, nil, strings.TrimPrefix(imageID, "sha256:"), "", "", &cstorage.ContainerOptions{Volatile: volatile})
+	img, err := s.byID(imageID)
+	if err != nil {
+		return "", err
+	}
+	c, err := s.cs.CreateContainer(id, nil, img.ID, "", "", &cstorage.ContainerOptions{Volatile: volatile})
 	if err != nil {
 		return "", fmt.Errorf("storage: creating the rootfs of %s: %w", id, classify(err))
 	}

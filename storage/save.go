@@ -107,13 +107,13 @@ func (s *Store) planSave(ctx context.Context, images []imagestore.SaveImage) (*s
 }
 
 func (s *Store) planImage(p *savePlan, img imagestore.SaveImage, saved map[string]bool) error {
-	simg, err := s.cs.Image(hexOf(img.ID))
+	simg, err := s.byID(img.ID)
 	if err != nil {
-		return classify(err)
+		return err
 	}
-	config, err := s.cs.ImageBigData(simg.ID, "sha256:"+simg.ID)
+	config, err := s.configBlob(simg)
 	if err != nil {
-		return fmt.Errorf("reading its config: %w", err)
+		return err
 	}
 	var cfg ocispec.Image
 	if err := json.Unmarshal(config, &cfg); err != nil {
@@ -126,18 +126,14 @@ func (s *Store) planImage(p *savePlan, img imagestore.SaveImage, saved map[strin
 	if err != nil {
 		return err
 	}
-	m := ocispec.Manifest{
-		Versioned: specs.Versioned{SchemaVersion: 2},
-		MediaType: ocispec.MediaTypeImageManifest,
-		Config:    ocispec.Descriptor{MediaType: ocispec.MediaTypeImageConfig, Digest: configDigest, Size: int64(len(config))},
-		Layers:    []ocispec.Descriptor{},
-	}
 	item := saveManifestItem{Config: blobPath(configDigest)}
+	descs := make([]ocispec.Descriptor, 0, len(layers))
 	for _, l := range layers {
-		m.Layers = append(m.Layers, ocispec.Descriptor{MediaType: ocispec.MediaTypeImageLayer, Digest: l.digest, Size: l.size})
+		descs = append(descs, ocispec.Descriptor{MediaType: ocispec.MediaTypeImageLayer, Digest: l.digest, Size: l.size})
 		item.Layers = append(item.Layers, blobPath(l.digest))
 	}
-	mb, err := json.Marshal(m)
+	// The manifest that gives the image its ID (idOf makes it the same way).
+	mb, err := ociManifest(config, descs)
 	if err != nil {
 		return err
 	}

@@ -93,6 +93,15 @@ func TestSaveLayout(t *testing.T) {
 	if len(index.Manifests) != 2 || index.Manifests[0].Digest != index.Manifests[1].Digest || index.MediaType != ocispec.MediaTypeImageIndex {
 		t.Fatalf("index.json = %+v", index)
 	}
+	// The image's ID names the manifest the archive holds, as in Docker's
+	// containerd image store; the manifest names the config.
+	if d := index.Manifests[0]; d.Digest.String() != img.ID || img.Descriptor == nil || d.Size != img.Descriptor.Size {
+		t.Errorf("saved manifest %s (%d bytes), image %s %+v", d.Digest, d.Size, img.ID, img.Descriptor)
+	}
+	var man ocispec.Manifest
+	if err := json.Unmarshal(files.get(t, "blobs/sha256/"+index.Manifests[0].Digest.Encoded()), &man); err != nil || man.Config.Digest.String() != configDigest {
+		t.Errorf("saved manifest's config %s, %v", man.Config.Digest, err)
+	}
 	for i, want := range [][2]string{{ref, "latest"}, {"docker.io/library/mine:1", "1"}} {
 		a := index.Manifests[i].Annotations
 		if a["io.containerd.image.name"] != want[0] || a[ocispec.AnnotationRefName] != want[1] {

@@ -66,6 +66,7 @@ type Store struct {
 	metaMu     sync.Mutex // serialises updates of image metadata (imagemeta.go)
 	layerLocks keyedLocks // one creation of a layer ID at a time (fetchstage.go)
 	mounts     rootfsMounts
+	ids        sync.Map // image ID hex → the store's image ID (byFullID)
 	initFailed sync.Map // image top layers whose init layer could not be made
 	stageOnce  sync.Once
 	stageOK    bool // layers can be streamed into staging directories (canStage)

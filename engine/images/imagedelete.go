@@ -190,7 +190,17 @@ func (d *imageDeleter) remove(ctx context.Context, ref string, force, prune bool
 		return InvalidReference(err)
 	}
 	named = reference.TagNameOnly(named)
-	if err := d.untag(ctx, img.ID, named, recs); err != nil {
+	if c, ok := named.(reference.Canonical); ok && c.Digest().String() == img.ID {
+		// repo@<ID> names the image in that repository, as in Docker's
+		// containerd image store: every reference of the repository goes.
+		for _, r := range refs {
+			if r.Name() == named.Name() {
+				if err := d.untag(ctx, img.ID, r, recs); err != nil {
+					return err
+				}
+			}
+		}
+	} else if err := d.untag(ctx, img.ID, named, recs); err != nil {
 		return err
 	}
 	if img, err = d.store.LookupImage(ctx, img.ID); err != nil {

@@ -99,6 +99,7 @@ func (s *Service) ImageList(ctx context.Context, req ListRequest) ([]image.Summa
 		if err != nil {
 			return nil, err
 		}
+		digests = withTargetDigests(img.ID, tags, digests)
 		if len(tags) == 0 && len(digests) == 0 {
 			if !req.All && children[img.ID] {
 				continue // an intermediate image
@@ -111,6 +112,7 @@ func (s *Service) ImageList(ctx context.Context, req ListRequest) ([]image.Summa
 		}
 		sum := image.Summary{
 			ID:          img.ID,
+			Descriptor:  img.Descriptor,
 			ParentID:    img.Parent,
 			RepoTags:    tags,
 			RepoDigests: digests,
@@ -187,6 +189,34 @@ func matchingRefs(refs []string, f container.Filters) (tags, digests []string, e
 		}
 	}
 	return tags, digests, nil
+}
+
+// withTargetDigests adds to digests (familiar) the digest reference
+// repo@id of each repository a tag names that no digest reference names:
+// in Docker's containerd image store every name points at the image's
+// manifest, so each has its repo@digest.
+func withTargetDigests(id string, tags, digests []string) []string {
+	d, err := digest.Parse(id)
+	if err != nil {
+		return digests
+	}
+	named := map[string]bool{}
+	for _, r := range digests {
+		if n, err := reference.ParseNormalizedNamed(r); err == nil {
+			named[n.Name()] = true
+		}
+	}
+	for _, t := range tags {
+		n, err := reference.ParseNormalizedNamed(t)
+		if err != nil || named[n.Name()] {
+			continue
+		}
+		named[n.Name()] = true
+		if c, err := reference.WithDigest(reference.TrimNamed(n), d); err == nil {
+			digests = append(digests, reference.FamiliarString(c))
+		}
+	}
+	return digests
 }
 
 // matchReference reports whether a "reference" filter's patterns match
@@ -276,8 +306,10 @@ func (s *Service) ImageInspect(ctx context.Context, ref string, platform *ocispe
 		return Detail{}, err
 	}
 	tags, digests, _ := matchingRefs(img.Refs, nil)
+	digests = withTargetDigests(img.ID, tags, digests)
 	resp := image.InspectResponse{
 		ID:          img.ID,
+		Descriptor:  img.Descriptor,
 		RepoTags:    nonNil(tags),
 		RepoDigests: nonNil(digests),
 		Comment:     img.Comment,

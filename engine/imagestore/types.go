@@ -12,8 +12,13 @@ import (
 
 // Image is an image of the store as the image service sees it.
 type Image struct {
-	// ID is "sha256:" + the hex digest of the config.
+	// ID is "sha256:" + the hex digest of the image's manifest (Descriptor):
+	// the OCI manifest of its config and uncompressed layers, as Docker's
+	// containerd image store names an image by its manifest's digest.
 	ID string
+	// Descriptor describes that manifest (nil for an image whose manifest
+	// could not be made; its ID is then its config's digest).
+	Descriptor *ocispec.Descriptor
 	// Refs are its references, fully qualified: tags
 	// ("docker.io/library/busybox:latest") first, then digest references
 	// ("docker.io/library/busybox@sha256:…").
