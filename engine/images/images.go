@@ -322,6 +322,12 @@ func (s *Service) ImageInspect(ctx context.Context, ref string, platform *ocispe
 	for _, l := range img.Layers {
 		resp.RootFS.Layers = append(resp.RootFS.Layers, l.DiffID.String())
 	}
+	if platform != nil && img.Descriptor != nil {
+		// Asked for a platform, Docker describes that platform's manifest.
+		d, p := *img.Descriptor, imagePlatform(img)
+		d.Platform = &p
+		resp.Descriptor = &d
+	}
 	if cfg := img.Config; cfg != nil {
 		resp.Author = cfg.Author
 		resp.Architecture, resp.Variant = cfg.Architecture, cfg.Variant
