@@ -20,12 +20,12 @@ import (
 
 // localImages is the images.Store BuildKit resolves FROM against before
 // the registry (buildx's docker driver asks for that: image-resolve-mode
-// "local"). An image the engine has is offered as an OCI manifest of its
-// config and its uncompressed layers, whose digests are the engine's
-// diff IDs; the blobs are copied from the engine (docker save) into
-// BuildKit's content store the first time and found there afterwards.
-// The manifest is made from the engine's record alone, so the same image
-// always has the same manifest digest and BuildKit's cache keys hold.
+// "local"). An image the engine has is offered as the manifest its ID
+// names: the OCI manifest of its config and its uncompressed layers,
+// whose digests are the engine's diff IDs. The manifest and its blobs are
+// copied from the engine (docker save) into BuildKit's content store the
+// first time and found there afterwards; the same image always has the
+// same manifest, so BuildKit's cache keys hold.
 type localImages struct {
 	eng *engineClient
 	cs  content.Store
@@ -42,40 +42,54 @@ func (l *localImages) Get(ctx context.Context, name string) (images.Image, error
 	if err != nil {
 		return images.Image{}, err
 	}
-	cfg := digest.Digest(img.ID)
-	if err := cfg.Validate(); err != nil {
+	id := digest.Digest(img.ID)
+	if err := id.Validate(); err != nil {
 		return images.Image{}, fmt.Errorf("image %s: id %q: %w", name, img.ID, cerrdefs.ErrNotFound)
 	}
-	want := append([]digest.Digest{cfg}, img.layers...)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	sizes, missing := l.sizes(ctx, want)
-	if missing {
-		if err := l.copyBlobs(ctx, img.ID); err != nil {
-			return images.Image{}, fmt.Errorf("copying image %s from the engine: %w", name, err)
-		}
-		if sizes, missing = l.sizes(ctx, want); missing {
-			return images.Image{}, fmt.Errorf("image %s: the engine's archive lacks a blob: %w", name, cerrdefs.ErrNotFound)
-		}
-	}
-	man := ocispec.Manifest{
-		MediaType: ocispec.MediaTypeImageManifest,
-		Config:    ocispec.Descriptor{MediaType: ocispec.MediaTypeImageConfig, Digest: cfg, Size: sizes[0]},
-		Layers:    make([]ocispec.Descriptor, 0, len(img.layers)),
-	}
-	man.SchemaVersion = 2
-	for i, d := range img.layers {
-		man.Layers = append(man.Layers, ocispec.Descriptor{MediaType: ocispec.MediaTypeImageLayer, Digest: d, Size: sizes[i+1]})
-	}
-	b, err := json.Marshal(man)
+	man, b, err := l.manifest(ctx, id)
 	if err != nil {
+		return images.Image{}, fmt.Errorf("copying image %s from the engine: %w", name, err)
+	}
+	// The manifest keeps its config and layers from BuildKit's pruning.
+	labels := gcLabels(man)
+	fields := make([]string, 0, len(labels))
+	for k := range labels {
+		fields = append(fields, "labels."+k)
+	}
+	if _, err := l.cs.Update(ctx, content.Info{Digest: id, Labels: labels}, fields...); err != nil {
 		return images.Image{}, err
 	}
-	desc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.FromBytes(b), Size: int64(len(b))}
-	if err := content.WriteBlob(ctx, l.cs, "hutch-manifest-"+desc.Digest.String(), strings.NewReader(string(b)), desc, content.WithLabels(gcLabels(man))); err != nil {
-		return images.Image{}, err
+	return images.Image{Name: name, Target: ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: id, Size: int64(len(b))}}, nil
+}
+
+// manifest returns the manifest of the engine's image id (the image's ID
+// is its manifest's digest) with every blob it names in the content
+// store, copied from the engine the first time.
+func (l *localImages) manifest(ctx context.Context, id digest.Digest) (ocispec.Manifest, []byte, error) {
+	var man ocispec.Manifest
+	for copied := false; ; copied = true {
+		b, err := content.ReadBlob(ctx, l.cs, ocispec.Descriptor{Digest: id})
+		if err == nil {
+			if err := json.Unmarshal(b, &man); err != nil {
+				return man, nil, fmt.Errorf("its manifest: %w", err)
+			}
+			want := []digest.Digest{man.Config.Digest}
+			for _, d := range man.Layers {
+				want = append(want, d.Digest)
+			}
+			if _, missing := l.sizes(ctx, want); !missing {
+				return man, b, nil
+			}
+		}
+		if copied {
+			return man, nil, fmt.Errorf("the engine's archive lacks a blob of %s: %w", id, cerrdefs.ErrNotFound)
+		}
+		if err := l.copyBlobs(ctx, id.String()); err != nil {
+			return man, nil, err
+		}
 	}
-	return images.Image{Name: name, Target: desc}, nil
 }
 
 // gcLabels keep the manifest's blobs with it in the content store.
