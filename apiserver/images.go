@@ -188,6 +188,9 @@ func (s *Server) imageInspect(w http.ResponseWriter, r *http.Request, name strin
 	if err != nil {
 		return err
 	}
+	if versionLess(v, "1.48") || !queryBool(r, "manifests") {
+		resp.Manifests = nil
+	}
 	if !versionLess(v, "1.45") {
 		return writeJSON(w, http.StatusOK, resp)
 	}

@@ -43,6 +43,13 @@ func (s *Store) LoadImages(ctx context.Context, r io.Reader, opts imagestore.Loa
 	if err != nil {
 		return nil, err
 	}
+	idx, isLayout, err := layoutEntries(f.Name())
+	if err != nil {
+		return nil, err
+	}
+	if isLayout {
+		return s.loadLayout(ctx, sys, f.Name(), idx, opts)
+	}
 	reader, err := archive.NewReader(sys, f.Name())
 	if err != nil {
 		return nil, invalidArchive(err)

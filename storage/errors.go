@@ -6,10 +6,12 @@ import (
 	"fmt"
 
 	"github.com/containerd/errdefs"
+	"github.com/containerd/platforms"
 	"github.com/distribution/reference"
 	"github.com/docker/distribution/registry/api/errcode"
 	v2 "github.com/docker/distribution/registry/api/v2"
 	"github.com/moby/moby/api/types/registry"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"go.podman.io/image/v5/docker"
 )
 
@@ -118,4 +120,16 @@ func schema1Error(named reference.Named) error {
 	return &dockerError{class: errdefs.ErrInvalidArgument, msg: "Docker Image Format v1 and Docker Image manifest version 2, schema 1 support has been removed. " +
 		"Suggest the author of " + named.String() + " to upgrade the image to the OCI Format or Docker Image manifest v2, schema 2. " +
 		"More information at https://docs.docker.com/go/deprecated-image-specs/"}
+}
+
+// noPlatform is Docker's answer for a multi-platform image ref without
+// content for platform want.
+func noPlatform(ref string, want ocispec.Platform) error {
+	msg := "image with reference " + ref + " was found but does not provide "
+	if want.OS != "" {
+		msg += "the specified platform (" + platforms.FormatAll(want) + ")"
+	} else {
+		msg += "any platform"
+	}
+	return errdefs.ErrNotFound.WithMessage(msg)
 }

@@ -44,6 +44,9 @@ func ociManifest(config []byte, layers []ocispec.Descriptor) ([]byte, error) {
 // has none. An image whose manifest cannot be made (its config or a
 // layer unreadable) keeps the store's ID, its config's digest.
 func (s *Store) idOf(img *cstorage.Image) string {
+	if isIndex(img) {
+		return "sha256:" + img.ID
+	}
 	if d := img.BigDataDigests[manifestKey]; d != "" {
 		return d.String()
 	}

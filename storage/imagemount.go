@@ -17,7 +17,7 @@ import (
 // layer's own directory for vfs) and counts the mounts in its run root,
 // where a daemon that starts anew finds them (resetStaleMounts).
 func (s *Store) MountImage(ctx context.Context, id string) (string, error) {
-	img, err := s.byID(id)
+	img, err := s.contentImage(id)
 	if err != nil {
 		return "", err
 	}
@@ -35,7 +35,7 @@ func (s *Store) MountImage(ctx context.Context, id string) (string, error) {
 
 // UnmountImage releases one MountImage of image id.
 func (s *Store) UnmountImage(ctx context.Context, id string) error {
-	img, err := s.byID(id)
+	img, err := s.contentImage(id)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
 	containertypes "github.com/moby/moby/api/types/container"
 	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	cstorage "go.podman.io/storage"
 
 	"github.com/hutch-engine/hutch/engine/imagestore"
@@ -22,7 +23,8 @@ import (
 // their references, config and layers, and the changes Docker makes to
 // them (tag, untag, delete).
 
-// ListImages returns every image of the store.
+// ListImages returns every image of the store, but the instances of
+// multi-platform images that nothing else names (indeximage.go).
 func (s *Store) ListImages(ctx context.Context) ([]imagestore.Image, error) {
 	imgs, err := s.cs.Images()
 	if err != nil {
@@ -32,12 +34,25 @@ func (s *Store) ListImages(ctx context.Context) ([]imagestore.Image, error) {
 	if err != nil {
 		return nil, err
 	}
+	held := s.indexHeld(imgs)
 	out := make([]imagestore.Image, 0, len(imgs))
 	for i := range imgs {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		out = append(out, *s.record(&imgs[i], layers))
+		img := &imgs[i]
+		switch {
+		case isIndex(img):
+			rec, err := s.indexRecord(img, layers, nil)
+			if err != nil {
+				s.log.Warn("storage: unreadable image index", "image", img.ID, "err", err)
+				continue
+			}
+			out = append(out, *rec)
+		case held[img.ID] && len(img.Names) == 0:
+		default:
+			out = append(out, *s.record(img, layers))
+		}
 	}
 	return out, nil
 }
@@ -45,6 +60,12 @@ func (s *Store) ListImages(ctx context.Context) ([]imagestore.Image, error) {
 // LookupImage finds ref (see Store.Image) and describes it, with the graph
 // driver's data about its top layer.
 func (s *Store) LookupImage(ctx context.Context, ref string) (*imagestore.Image, error) {
+	return s.LookupImagePlatform(ctx, ref, nil)
+}
+
+// LookupImagePlatform is LookupImage; a multi-platform image is described
+// with the config and layers of platform want's image (nil: the host's).
+func (s *Store) LookupImagePlatform(ctx context.Context, ref string, want *ocispec.Platform) (*imagestore.Image, error) {
 	img, err := s.lookup(ref)
 	if err != nil {
 		return nil, err
@@ -53,15 +74,34 @@ func (s *Store) LookupImage(ctx context.Context, ref string) (*imagestore.Image,
 	if err != nil {
 		return nil, err
 	}
-	rec := s.record(img, layers)
-	if img.TopLayer != "" {
+	var rec *imagestore.Image
+	if isIndex(img) {
+		if rec, err = s.indexRecord(img, layers, want); err != nil {
+			var pe *imagestore.PlatformError
+			if errors.As(err, &pe) {
+				return nil, noPlatform(ref, pe.Platform)
+			}
+			return nil, err
+		}
+	} else {
+		rec = s.record(img, layers)
+	}
+	if top := topLayerOf(rec); top != "" {
 		if d, err := s.cs.GraphDriver(); err == nil {
-			if data, err := d.Metadata(img.TopLayer); err == nil {
+			if data, err := d.Metadata(top); err == nil {
 				rec.DriverData = data
 			}
 		}
 	}
 	return rec, nil
+}
+
+// topLayerOf is the store's ID of rec's top layer ("" for none).
+func topLayerOf(rec *imagestore.Image) string {
+	if len(rec.Layers) == 0 {
+		return ""
+	}
+	return rec.Layers[len(rec.Layers)-1].ID
 }
 
 // layerIndex reads every layer once: an image's chain is walked in memory.
@@ -188,6 +228,9 @@ func (s *Store) DeleteImage(ctx context.Context, id string) ([]string, error) {
 	img, err := s.byID(id)
 	if err != nil {
 		return nil, err
+	}
+	if isIndex(img) {
+		return s.deleteIndex(img)
 	}
 	layers, err := s.cs.DeleteImage(img.ID, true)
 	switch {

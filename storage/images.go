@@ -184,6 +184,9 @@ func (s *Store) ImageConfigBlob(ref string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if img, err = s.platformImage(img, nil); err != nil {
+		return nil, err
+	}
 	return s.configBlob(img)
 }
 

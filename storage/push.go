@@ -39,7 +39,7 @@ func (s *Store) PushImage(ctx context.Context, id, name string, auth registry.Au
 	if err != nil {
 		return err
 	}
-	img, err := s.byID(id)
+	img, err := s.contentImage(id)
 	if err != nil {
 		return err
 	}

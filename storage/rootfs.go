@@ -37,7 +37,7 @@ func (s *Store) ContainerImage(ctx context.Context, ref string) (string, *docker
 // volatile one (docker run --rm) skips containers/storage's syncs and is
 // mounted with overlay's volatile option, as Podman does for --rm.
 func (s *Store) CreateRootfs(ctx context.Context, id, imageID string, volatile bool) (string, error) {
-	img, err := s.byID(imageID)
+	img, err := s.contentImage(imageID)
 	if err != nil {
 		return "", err
 	}

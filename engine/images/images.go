@@ -12,6 +12,7 @@ import (
 
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
+	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
 	containertypes "github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/image"
 	"github.com/moby/moby/api/types/jsonstream"
@@ -298,12 +299,14 @@ func (s *Service) ImageInspect(ctx context.Context, ref string, platform *ocispe
 	if err != nil {
 		return Detail{}, err
 	}
-	img, err := store.LookupImage(ctx, ref)
+	img, err := store.LookupImagePlatform(ctx, ref, platform)
 	if err != nil {
 		return Detail{}, err
 	}
-	if err := checkPlatform(img, ref, platform); err != nil {
-		return Detail{}, err
+	if img.Platforms == nil {
+		if err := checkPlatform(img, ref, platform); err != nil {
+			return Detail{}, err
+		}
 	}
 	tags, digests, _ := matchingRefs(img.Refs, nil)
 	digests = withTargetDigests(img.ID, tags, digests)
@@ -322,12 +325,17 @@ func (s *Service) ImageInspect(ctx context.Context, ref string, platform *ocispe
 	for _, l := range img.Layers {
 		resp.RootFS.Layers = append(resp.RootFS.Layers, l.DiffID.String())
 	}
-	if platform != nil && img.Descriptor != nil {
+	switch {
+	case platform != nil && img.Instance != nil:
 		// Asked for a platform, Docker describes that platform's manifest.
+		d := img.Instance.Descriptor
+		resp.ID, resp.Descriptor = d.Digest.String(), &d
+	case platform != nil && img.Descriptor != nil:
 		d, p := *img.Descriptor, imagePlatform(img)
 		d.Platform = &p
 		resp.Descriptor = &d
 	}
+	resp.Manifests = s.manifestSummaries(ctx, img)
 	if cfg := img.Config; cfg != nil {
 		resp.Author = cfg.Author
 		resp.Architecture, resp.Variant = cfg.Architecture, cfg.Variant
@@ -463,4 +471,39 @@ func RepoTagReference(repo, tag string) (reference.NamedTagged, error) {
 // message ("invalid reference format…") as Docker does.
 func InvalidReference(err error) error {
 	return errdefs.ErrInvalidArgument.WithMessage(err.Error())
+}
+
+// manifestSummaries are the image's manifests as inspect's manifests=1
+// lists them: each platform of a multi-platform image, or its one
+// manifest.
+func (s *Service) manifestSummaries(ctx context.Context, img *imagestore.Image) []image.ManifestSummary {
+	users, _ := s.imageUsers(ctx)
+	var names []string
+	for _, c := range users[img.ID] {
+		names = append(names, c.ID)
+	}
+	summary := func(d ocispec.Descriptor, available bool, id string, size int64, cfg *dockerspec.DockerOCIImage) image.ManifestSummary {
+		m := image.ManifestSummary{ID: d.Digest.String(), Descriptor: d, Available: available, Kind: image.ManifestKindImage}
+		m.Size.Content, m.Size.Total = size, size
+		props := &image.ImageProperties{Containers: nonNil(names)}
+		if d.Platform != nil {
+			props.Platform = *d.Platform
+		} else if cfg != nil {
+			props.Platform = ocispec.Platform{OS: cfg.OS, Architecture: cfg.Architecture, Variant: cfg.Variant}
+		}
+		props.Size.Unpacked = size
+		m.ImageData = props
+		return m
+	}
+	if img.Platforms == nil {
+		if img.Descriptor == nil {
+			return nil
+		}
+		return []image.ManifestSummary{summary(*img.Descriptor, true, img.ID, img.Size(), img.Config)}
+	}
+	out := make([]image.ManifestSummary, 0, len(img.Platforms))
+	for _, p := range img.Platforms {
+		out = append(out, summary(p.Descriptor, p.Available, p.ID, p.Size, p.Config))
+	}
+	return out
 }

@@ -8,6 +8,7 @@ import (
 	containertypes "github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/moby/moby/api/types/registry"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
 // Store is what the engine needs of the image and layer store;
@@ -80,6 +81,12 @@ type Images interface {
 	// hex), a name ("busybox" is docker.io/library/busybox:latest), a
 	// digest reference, or an unambiguous ID prefix.
 	LookupImage(ctx context.Context, ref string) (*Image, error)
+
+	// LookupImagePlatform is LookupImage with, for a multi-platform
+	// image, the Config and Layers of platform want's image (nil: the
+	// host's); errdefs.ErrNotFound with Docker's "… does not provide the
+	// specified platform …" when it has no content for it.
+	LookupImagePlatform(ctx context.Context, ref string, want *ocispec.Platform) (*Image, error)
 
 	// TagImage gives image id the fully qualified tagged name
 	// ("docker.io/library/busybox:1"), taking it from any image that had it.

@@ -41,9 +41,39 @@ type Image struct {
 	Created time.Time
 	// LastTagTime is when TagImage last named it (zero if never).
 	LastTagTime time.Time
+	// Platforms are the platforms of a multi-platform image (one whose ID
+	// names an image index), available or not; nil for an image of one
+	// manifest. Config and Layers are then those of one platform's image:
+	// the host's, else the first available.
+	Platforms []PlatformImage
+	// Instance, for a multi-platform image, is the platform whose Config
+	// and Layers these are (nil when none is available).
+	Instance *PlatformImage
 	// DriverData describes the top layer to the graph driver (overlay's
 	// LowerDir, UpperDir…); LookupImage fills it, ListImages does not.
 	DriverData map[string]string
+}
+
+// PlatformImage is one platform of a multi-platform image.
+type PlatformImage struct {
+	// Descriptor is the index's entry for it, Platform set.
+	Descriptor ocispec.Descriptor
+	// Available tells whether its content is in the store; ID, Size and
+	// Config are known only then. ID is its own image's ID.
+	Available bool
+	ID        string
+	Size      int64
+	Config    *dockerspec.DockerOCIImage
+}
+
+// PlatformError is a multi-platform image's answer for a platform it has
+// no content for.
+type PlatformError struct {
+	Platform ocispec.Platform
+}
+
+func (e *PlatformError) Error() string {
+	return "no content for platform " + e.Platform.OS + "/" + e.Platform.Architecture
 }
 
 // Layer is one layer of an image.

@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strings"
 
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
 	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
@@ -60,6 +62,12 @@ func (f *Fake) ListImages(context.Context) ([]imagestore.Image, error) {
 	}
 	slices.SortFunc(out, func(a, b imagestore.Image) int { return strings.Compare(a.ID, b.ID) })
 	return out, nil
+}
+
+// LookupImagePlatform is LookupImage: the fake keeps one platform per
+// image.
+func (f *Fake) LookupImagePlatform(ctx context.Context, ref string, _ *ocispec.Platform) (*imagestore.Image, error) {
+	return f.LookupImage(ctx, ref)
 }
 
 func (f *Fake) LookupImage(_ context.Context, ref string) (*imagestore.Image, error) {
