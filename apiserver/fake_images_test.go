@@ -42,7 +42,7 @@ func (noContainers) ImageImport(context.Context, images.ImportRequest, io.Reader
 func (noContainers) ImageLoad(context.Context, io.Reader, images.LoadRequest, func(jsonstream.Message)) error {
 	return errNoContainers
 }
-func (noContainers) ImageSave(context.Context, []string, *ocispec.Platform, io.Writer) error {
+func (noContainers) ImageSave(context.Context, []string, []ocispec.Platform, io.Writer) error {
 	return errNoContainers
 }
 func (noContainers) RegistryLogin(context.Context, registry.AuthConfig) (registry.AuthResponse, error) {

@@ -35,14 +35,14 @@ func (s *Server) imageImport(w http.ResponseWriter, r *http.Request) error {
 // archive is answered 200 with the error in the stream, as Docker answers
 // it, in quiet mode too.
 func (s *Server) imageLoad(w http.ResponseWriter, r *http.Request) error {
-	platform, err := singlePlatform(r)
+	plats, err := platformList(r)
 	if err != nil {
 		return err
 	}
 	stream := newJSONStream(w)
 	req := images.LoadRequest{
-		Quiet:    queryBoolDefault(r, "quiet", true),
-		Platform: platform,
+		Quiet:     queryBoolDefault(r, "quiet", true),
+		Platforms: plats,
 		// hutch-buildkit loads what a build made: the engine tells of
 		// it as the image's creation, as Docker's BuildKit exporter does.
 		Built: r.Header.Get(proxy.LoadOriginHeader) == "build",
@@ -65,12 +65,12 @@ func (s *Server) imageSaveMany(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) imageSave(w http.ResponseWriter, r *http.Request, names []string) error {
-	platform, err := singlePlatform(r)
+	plats, err := platformList(r)
 	if err != nil {
 		return err
 	}
 	tw := &lazyWriter{w: w, contentType: "application/x-tar"}
-	err = s.backend.ImageSave(r.Context(), names, platform, tw)
+	err = s.backend.ImageSave(r.Context(), names, plats, tw)
 	if err != nil && tw.started {
 		// A truncated tar must not look complete: drop the connection.
 		s.log.ErrorContext(r.Context(), "docker save failed mid-stream", "names", names, "err", err)

@@ -36,7 +36,7 @@ type ImageBackend interface {
 	ImageLoad(ctx context.Context, archive io.Reader, req images.LoadRequest, progress func(jsonstream.Message)) error
 	// ImageSave writes the archive to w; nothing is written before every
 	// name is resolved.
-	ImageSave(ctx context.Context, names []string, platform *ocispec.Platform, w io.Writer) error
+	ImageSave(ctx context.Context, names []string, platforms []ocispec.Platform, w io.Writer) error
 	RegistryLogin(ctx context.Context, auth registry.AuthConfig) (registry.AuthResponse, error)
 	// DistributionInspect asks name's registry for its manifest's
 	// descriptor and platforms.
@@ -275,14 +275,14 @@ func (s *Server) imagePush(w http.ResponseWriter, r *http.Request, name string) 
 }
 
 func (s *Server) imageRemove(w http.ResponseWriter, r *http.Request, name string) error {
-	platform, err := removePlatform(r)
+	plats, err := removePlatforms(r)
 	if err != nil {
 		return err
 	}
 	recs, err := s.backend.ImageRemove(r.Context(), name, images.RemoveRequest{
-		Force:    queryBool(r, "force"),
-		NoPrune:  queryBool(r, "noprune"),
-		Platform: platform,
+		Force:     queryBool(r, "force"),
+		NoPrune:   queryBool(r, "noprune"),
+		Platforms: plats,
 	})
 	if err != nil {
 		return err

@@ -60,6 +60,14 @@ func plat(p *ocispec.Platform) string {
 	return "," + platforms.FormatAll(*p)
 }
 
+func plats(ps []ocispec.Platform) string {
+	out := ""
+	for _, p := range ps {
+		out += plat(&p)
+	}
+	return out
+}
+
 func (f *imageFake) ImageInspect(_ context.Context, ref string, p *ocispec.Platform) (images.Detail, error) {
 	resp := images.Detail{InspectResponse: image.InspectResponse{ID: "sha256:aa", Size: 7, RepoTags: []string{}, RepoDigests: []string{}}}
 	if ref == "committed" {
@@ -79,7 +87,7 @@ func (f *imageFake) ImageTag(_ context.Context, ref, repo, tag string) error {
 }
 
 func (f *imageFake) ImageRemove(_ context.Context, ref string, req images.RemoveRequest) ([]image.DeleteResponse, error) {
-	return []image.DeleteResponse{{Untagged: "x:1"}, {Deleted: "sha256:aa"}}, f.record("ImageRemove(%s,%v,%v%s)", ref, req.Force, req.NoPrune, plat(req.Platform))
+	return []image.DeleteResponse{{Untagged: "x:1"}, {Deleted: "sha256:aa"}}, f.record("ImageRemove(%s,%v,%v%s)", ref, req.Force, req.NoPrune, plats(req.Platforms))
 }
 
 func (f *imageFake) ImagePrune(_ context.Context, filters string) (image.PruneReport, error) {
@@ -96,17 +104,16 @@ func (f *imageFake) ImageImport(_ context.Context, req images.ImportRequest, roo
 }
 
 func (f *imageFake) ImageLoad(_ context.Context, archive io.Reader, req images.LoadRequest, progress func(jsonstream.Message)) error {
-	quiet, p := req.Quiet, req.Platform
 	body, _ := io.ReadAll(archive)
-	if err := f.record("ImageLoad(%v,%s%s)", quiet, body, plat(p)); err != nil {
+	if err := f.record("ImageLoad(%v,%s%s)", req.Quiet, body, plats(req.Platforms)); err != nil {
 		return err
 	}
 	progress(jsonstream.Message{Stream: "Loaded image: x:1\n"})
 	return nil
 }
 
-func (f *imageFake) ImageSave(_ context.Context, names []string, p *ocispec.Platform, w io.Writer) error {
-	if err := f.record("ImageSave(%q%s)", names, plat(p)); err != nil {
+func (f *imageFake) ImageSave(_ context.Context, names []string, p []ocispec.Platform, w io.Writer) error {
+	if err := f.record("ImageSave(%q%s)", names, plats(p)); err != nil {
 		return err
 	}
 	_, err := io.WriteString(w, "TAR")
@@ -310,7 +317,7 @@ func TestImageSaveFailureMidStream(t *testing.T) {
 
 type midStreamFailure struct{ fakeBackend }
 
-func (midStreamFailure) ImageSave(_ context.Context, _ []string, _ *ocispec.Platform, w io.Writer) error {
+func (midStreamFailure) ImageSave(_ context.Context, _ []string, _ []ocispec.Platform, w io.Writer) error {
 	io.WriteString(w, "PARTIAL")
 	w.(http.Flusher).Flush()
 	return fmt.Errorf("disk on fire")

@@ -70,47 +70,42 @@ func queryJSONPlatform(r *http.Request, key, since string) (*ocispec.Platform, e
 	return jsonPlatform(v)
 }
 
-// singlePlatform reads the repeatable JSON platform parameter of save and
-// load (API 1.48 and later). The store holds one platform of an image, so
-// at most one platform can be asked for; several are refused as Docker
-// refuses them, with the API version's message.
-func singlePlatform(r *http.Request) (*ocispec.Platform, error) {
+// platformList reads the repeatable JSON platform parameter of save and
+// load (API 1.48 and later; several from 1.52 on, as Docker).
+func platformList(r *http.Request) ([]ocispec.Platform, error) {
 	v := APIVersion(r.Context())
 	values := r.URL.Query()["platform"]
 	if len(values) == 0 || versionLess(v, "1.48") {
 		return nil, nil
 	}
-	if len(values) > 1 {
-		if versionLess(v, "1.52") {
-			return nil, invalidVerbatim{errors.New("multiple platform parameters are not supported in this API version; use API version 1.52 or later")}
-		}
-		for _, s := range values {
-			if _, err := jsonPlatform(s); err != nil {
-				return nil, err
-			}
-		}
-		return nil, invalidVerbatim{errors.New("multiple platforms not supported for this image store; use a multi-platform image store such as containerd-snapshotter")}
+	if len(values) > 1 && versionLess(v, "1.52") {
+		return nil, invalidVerbatim{errors.New("multiple platform parameters are not supported in this API version; use API version 1.52 or later")}
 	}
-	return jsonPlatform(values[0])
-}
-
-// removePlatform reads the platforms parameter of DELETE /images/{name}
-// (API 1.50 and later): one platform at most, as for save and load.
-func removePlatform(r *http.Request) (*ocispec.Platform, error) {
-	values := r.URL.Query()["platforms"]
-	if len(values) == 0 || versionLess(APIVersion(r.Context()), "1.50") {
-		return nil, nil
-	}
-	var out []*ocispec.Platform
+	out := make([]ocispec.Platform, 0, len(values))
 	for _, s := range values {
 		p, err := jsonPlatform(s)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, p)
+		out = append(out, *p)
 	}
-	if len(out) > 1 {
-		return nil, invalidVerbatim{errors.New("multiple platforms are not supported")}
+	return out, nil
+}
+
+// removePlatforms reads the platforms parameter of DELETE /images/{name}
+// (API 1.50 and later).
+func removePlatforms(r *http.Request) ([]ocispec.Platform, error) {
+	values := r.URL.Query()["platforms"]
+	if len(values) == 0 || versionLess(APIVersion(r.Context()), "1.50") {
+		return nil, nil
 	}
-	return out[0], nil
+	out := make([]ocispec.Platform, 0, len(values))
+	for _, s := range values {
+		p, err := jsonPlatform(s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *p)
+	}
+	return out, nil
 }

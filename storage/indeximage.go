@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -263,4 +264,69 @@ func (s *Store) contentImage(id string) (*cstorage.Image, error) {
 		return nil, err
 	}
 	return s.platformImage(img, nil)
+}
+
+// DeletePlatforms deletes the content of multi-platform image id's
+// platforms want, which its index goes on naming, and returns the index
+// entries whose content went. An image of one manifest is
+// errdefs.ErrInvalidArgument: it has no platforms to delete apart.
+func (s *Store) DeletePlatforms(ctx context.Context, id string, want []ocispec.Platform) ([]ocispec.Descriptor, error) {
+	img, err := s.byID(id)
+	if err != nil {
+		return nil, err
+	}
+	if !isIndex(img) {
+		return nil, fmt.Errorf("image %s has one platform%.0w", id, errdefs.ErrInvalidArgument)
+	}
+	insts, err := s.instances(img)
+	if err != nil {
+		return nil, err
+	}
+	all, err := s.cs.Images()
+	if err != nil {
+		return nil, err
+	}
+	var deleted []ocispec.Descriptor
+	var layers []string
+	for _, in := range insts {
+		if in.img == nil || !platformWanted(*in.desc.Platform, want) {
+			continue
+		}
+		if !s.heldElsewhere(all, img.ID, in.img) {
+			ls, err := s.cs.DeleteImage(in.img.ID, true)
+			if errors.Is(err, cstorage.ErrImageUsedByContainer) {
+				return deleted, fmt.Errorf("platform %s of image %s is used by a container: %w", platforms.FormatAll(*in.desc.Platform), id, errdefs.ErrConflict)
+			}
+			if err != nil {
+				return deleted, fmt.Errorf("storage: deleting image %s: %w", in.img.ID, classify(err))
+			}
+			layers = append(layers, ls...)
+		}
+		deleted = append(deleted, in.desc)
+	}
+	s.removeInitLayers(layers)
+	return deleted, nil
+}
+
+// heldElsewhere reports whether inst, an instance of index image
+// indexID, is named or held by another index image.
+func (s *Store) heldElsewhere(all []cstorage.Image, indexID string, inst *cstorage.Image) bool {
+	if len(inst.Names) > 0 {
+		return true
+	}
+	for i := range all {
+		if all[i].ID == indexID || !isIndex(&all[i]) {
+			continue
+		}
+		insts, err := s.instances(&all[i])
+		if err != nil {
+			continue
+		}
+		for _, in := range insts {
+			if in.img != nil && in.img.ID == inst.ID {
+				return true
+			}
+		}
+	}
+	return false
 }

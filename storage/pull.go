@@ -113,13 +113,20 @@ func (s *Store) pull(ctx context.Context, named reference.Named, sys *types.Syst
 		return nil, false, err
 	}
 	imageID := man.ConfigInfo().Digest.Encoded()
+	// A list's name goes to the index image, with this platform's image
+	// as one of its instances (indeximage.go).
+	multi := manifest.MIMETypeIsMultiImage(topType)
+	target := imageID
+	if multi {
+		target = topDigest.Encoded()
+	}
 
 	// Docker reports "up to date" when the name already pointed at the
 	// image, and shows no layer at all when the image was already stored.
 	_, errStored := s.cs.Image(imageID)
 	stored := errStored == nil
 	prior, errPrior := s.cs.Image(named.String())
-	upToDate := errPrior == nil && prior.ID == imageID
+	upToDate := errPrior == nil && prior.ID == target && stored
 	var fetch []*layerFetch
 	if !stored && !s.noFetcher {
 		if fetch, err = s.planFetch(ctx, src, man); err != nil {
@@ -134,9 +141,9 @@ func (s *Store) pull(ctx context.Context, named reference.Named, sys *types.Syst
 		planned = s.planLayers(man)
 	}
 	hooked.progress.start(named, planned, parallel, stored)
-	if upToDate && (prior.Digest == topDigest || slices.Contains(prior.Digests, topDigest)) {
+	if upToDate && (multi || prior.Digest == topDigest || slices.Contains(prior.Digests, topDigest)) {
 		// Nothing to copy, not even a name or manifest to record.
-		img, err := s.recordedPull(imageID, named, topDigest)
+		img, err := s.recordedPull(target, named, topDigest)
 		if err != nil {
 			return nil, false, err
 		}
@@ -149,7 +156,11 @@ func (s *Store) pull(ctx context.Context, named reference.Named, sys *types.Syst
 		}
 	}
 
-	destRef, err := istorage.Transport.NewStoreReference(hooked, named, "")
+	destName, destID := named, ""
+	if multi {
+		destName, destID = nil, imageID
+	}
+	destRef, err := istorage.Transport.NewStoreReference(hooked, destName, destID)
 	if err != nil {
 		return nil, false, err
 	}
@@ -183,7 +194,16 @@ func (s *Store) pull(ctx context.Context, named reference.Named, sys *types.Syst
 	if err != nil {
 		return nil, false, classifyPullError(err, named)
 	}
-	img, err := s.recordedPull(imageID, named, topDigest)
+	if multi {
+		idx, err := s.putIndex(topDigest, top, nil)
+		if err != nil {
+			return nil, false, err
+		}
+		if err := s.cs.AddNames(idx.ID, []string{named.String()}); err != nil {
+			return nil, false, fmt.Errorf("storage: naming %s: %w", named, classify(err))
+		}
+	}
+	img, err := s.recordedPull(target, named, topDigest)
 	if err != nil {
 		return nil, false, err
 	}

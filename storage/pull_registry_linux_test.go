@@ -14,6 +14,7 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/hutch-engine/hutch/storage/testimage"
 	"github.com/moby/moby/api/types/jsonstream"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
 // loopbackOnly keeps every registry request of s on this machine: a pull
@@ -117,7 +118,9 @@ func TestPullManifestList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if img.ID != idByConfig(t, s, nativeConfig) || !slices.Contains(lines, "Digest: "+idxDigest.String()) ||
+	// The name goes to the index: the image's ID is the index's digest,
+	// as in Docker's containerd image store.
+	if img.ID != idxDigest.String() || !slices.Contains(lines, "Digest: "+idxDigest.String()) ||
 		!slices.Contains(img.RepoDigests, reg.host+"/multiarch@"+idxDigest.String()) {
 		t.Errorf("default platform: image %+v\n%s", img, strings.Join(lines, "\n"))
 	}
@@ -127,9 +130,19 @@ func TestPullManifestList(t *testing.T) {
 		t.Fatal(err)
 	}
 	layerID := strings.TrimPrefix(layers[0], "sha256:")[:12]
-	if img.ID != idByConfig(t, s, otherConfig) || !slices.Contains(lines, layerID+": Already exists") ||
+	if img.ID != idxDigest.String() || !slices.Contains(lines, layerID+": Already exists") ||
 		lines[len(lines)-1] != "Status: Downloaded newer image for "+ref {
 		t.Errorf("linux/%s: image %s\n%s", otherArch, img.ID, strings.Join(lines, "\n"))
+	}
+	// Both platforms are under the one name, each with its own config.
+	for _, want := range []struct{ arch, config string }{{runtime.GOARCH, nativeConfig}, {otherArch, otherConfig}} {
+		rec, err := s.LookupImagePlatform(context.Background(), ref, &ocispec.Platform{OS: "linux", Architecture: want.arch})
+		if err != nil || rec.ID != idxDigest.String() || rec.Instance == nil || storedHex(t, s, rec.Instance.ID) != strings.TrimPrefix(want.config, "sha256:") {
+			t.Errorf("linux/%s of %s: %+v, %v", want.arch, ref, rec, err)
+		}
+	}
+	if list, err := s.ListImages(context.Background()); err != nil || len(list) != 1 || len(list[0].Platforms) != 2 {
+		t.Errorf("ListImages = %+v, %v", list, err)
 	}
 
 	_, lines, err = pullLines(t, s, ref, PullOptions{Platform: "linux/s390x"})

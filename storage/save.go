@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
+	"github.com/containerd/platforms"
 	"github.com/distribution/reference"
 	"github.com/opencontainers/go-digest"
 	specs "github.com/opencontainers/image-spec/specs-go"
@@ -111,22 +112,41 @@ func (s *Store) planImage(p *savePlan, img imagestore.SaveImage, saved map[strin
 	if err != nil {
 		return err
 	}
-	config, err := s.configBlob(simg)
+	if isIndex(simg) {
+		return s.planIndex(p, img, simg)
+	}
+	desc, item, top, err := s.planManifest(p, simg)
 	if err != nil {
 		return err
 	}
+	if parent := s.meta(simg).Parent; parent != "" && saved[parent] {
+		item.Parent = parent
+	}
+	return p.name(desc, item, top, img.Names)
+}
+
+// planManifest adds image simg's config, layers and manifest (the one
+// that gives it its ID) to p; it returns the manifest's descriptor, its
+// manifest.json item and its top layer's digest ("" for none).
+func (s *Store) planManifest(p *savePlan, simg *cstorage.Image) (ocispec.Descriptor, saveManifestItem, digest.Digest, error) {
+	var desc ocispec.Descriptor
+	var item saveManifestItem
+	config, err := s.configBlob(simg)
+	if err != nil {
+		return desc, item, "", err
+	}
 	var cfg ocispec.Image
 	if err := json.Unmarshal(config, &cfg); err != nil {
-		return fmt.Errorf("parsing its config: %w", err)
+		return desc, item, "", fmt.Errorf("parsing its config: %w", err)
 	}
 	configDigest := digest.FromBytes(config)
 	p.add(&saveBlob{digest: configDigest, size: int64(len(config)), data: config})
 
 	layers, err := s.saveLayers(p, simg, cfg.RootFS.DiffIDs)
 	if err != nil {
-		return err
+		return desc, item, "", err
 	}
-	item := saveManifestItem{Config: blobPath(configDigest)}
+	item.Config = blobPath(configDigest)
 	descs := make([]ocispec.Descriptor, 0, len(layers))
 	for _, l := range layers {
 		descs = append(descs, ocispec.Descriptor{MediaType: ocispec.MediaTypeImageLayer, Digest: l.digest, Size: l.size})
@@ -135,15 +155,78 @@ func (s *Store) planImage(p *savePlan, img imagestore.SaveImage, saved map[strin
 	// The manifest that gives the image its ID (idOf makes it the same way).
 	mb, err := ociManifest(config, descs)
 	if err != nil {
+		return desc, item, "", err
+	}
+	desc = ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.FromBytes(mb), Size: int64(len(mb))}
+	p.add(&saveBlob{digest: desc.Digest, size: desc.Size, data: mb})
+	var top digest.Digest
+	if len(layers) > 0 {
+		top = layers[len(layers)-1].digest
+	}
+	return desc, item, top, nil
+}
+
+// planIndex adds multi-platform image simg with the platforms img asks
+// for (all available ones when none): each platform's image, and an
+// index of them that the names go to. manifest.json lists the host's
+// platform's image (else the first), for loaders that read only it.
+func (s *Store) planIndex(p *savePlan, img imagestore.SaveImage, simg *cstorage.Image) error {
+	insts, err := s.instances(simg)
+	if err != nil {
 		return err
 	}
-	desc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.FromBytes(mb), Size: int64(len(mb))}
-	p.add(&saveBlob{digest: desc.Digest, size: desc.Size, data: mb})
-
-	if parent := s.meta(simg).Parent; parent != "" && saved[parent] {
-		item.Parent = parent
+	idx := ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{}}
+	var chosen []instance
+	for _, in := range insts {
+		if in.img != nil && platformWanted(*in.desc.Platform, img.Platforms) {
+			chosen = append(chosen, in)
+		}
 	}
-	for _, n := range img.Names {
+	if len(chosen) == 0 {
+		return fmt.Errorf("no suitable export target found%.0w", errdefs.ErrNotFound)
+	}
+	host := pick(chosen, nil)
+	var hostItem saveManifestItem
+	var hostTop digest.Digest
+	for _, in := range chosen {
+		desc, item, top, err := s.planManifest(p, in.img)
+		if err != nil {
+			return err
+		}
+		desc.Platform = in.desc.Platform
+		idx.Manifests = append(idx.Manifests, desc)
+		if in.img == host.img {
+			hostItem, hostTop = item, top
+		}
+	}
+	ib, err := json.Marshal(idx)
+	if err != nil {
+		return err
+	}
+	desc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageIndex, Digest: digest.FromBytes(ib), Size: int64(len(ib))}
+	p.add(&saveBlob{digest: desc.Digest, size: desc.Size, data: ib})
+	return p.name(desc, hostItem, hostTop, img.Names)
+}
+
+// platformWanted reports whether an image of platform got is among want
+// (containerd's strict matching); every platform is when want is empty.
+func platformWanted(got ocispec.Platform, want []ocispec.Platform) bool {
+	if len(want) == 0 {
+		return true
+	}
+	for _, w := range want {
+		if platforms.OnlyStrict(w).Match(got) {
+			return true
+		}
+	}
+	return false
+}
+
+// name adds the image whose manifest or index is desc to index.json, once
+// per name (with Docker's and OCI's annotations) or once unnamed, and
+// its item to manifest.json with the names as RepoTags and repositories.
+func (p *savePlan) name(desc ocispec.Descriptor, item saveManifestItem, top digest.Digest, names []string) error {
+	for _, n := range names {
 		named, err := reference.ParseNormalizedNamed(n)
 		if err != nil {
 			return invalidReference(err)
@@ -158,15 +241,15 @@ func (s *Store) planImage(p *savePlan, img imagestore.SaveImage, saved map[strin
 		d.Annotations = map[string]string{"io.containerd.image.name": tagged.String(), ocispec.AnnotationRefName: tagged.Tag()}
 		p.index.Manifests = append(p.index.Manifests, d)
 		item.RepoTags = append(item.RepoTags, reference.FamiliarString(tagged))
-		if len(layers) > 0 {
+		if top != "" {
 			repo := reference.FamiliarName(tagged)
 			if p.repositories[repo] == nil {
 				p.repositories[repo] = map[string]string{}
 			}
-			p.repositories[repo][tagged.Tag()] = layers[len(layers)-1].digest.Encoded()
+			p.repositories[repo][tagged.Tag()] = top.Encoded()
 		}
 	}
-	if len(img.Names) == 0 {
+	if len(names) == 0 {
 		p.index.Manifests = append(p.index.Manifests, desc)
 	}
 	p.manifest = append(p.manifest, item)

@@ -22,8 +22,10 @@ import (
 type RemoveRequest struct {
 	Force   bool
 	NoPrune bool
-	// Platform, when set, is the platform the image must be of.
-	Platform *ocispec.Platform
+	// Platforms, when set, are the platforms to delete: a multi-platform
+	// image loses their content; an image of one platform must be of one
+	// of them.
+	Platforms []ocispec.Platform
 }
 
 // ImageRemove answers DELETE /images/{name} with Docker's rules: a name
@@ -35,10 +37,16 @@ func (s *Service) ImageRemove(ctx context.Context, ref string, req RemoveRequest
 	if strings.TrimSpace(ref) == "" {
 		return nil, errdefs.ErrInvalidArgument.WithMessage("image name cannot be blank")
 	}
-	if req.Platform != nil && s.store != nil {
+	if len(req.Platforms) > 0 && s.store != nil {
+		if !req.Force {
+			return nil, errdefs.ErrInvalidArgument.WithMessage("Content will be removed from all images referencing this variant. Use —-force to force delete.")
+		}
 		// An unknown image is the deleter's to report.
 		if img, err := s.store.LookupImage(ctx, ref); err == nil {
-			if err := checkPlatform(img, ref, req.Platform); err != nil {
+			if img.Platforms != nil {
+				return s.removePlatforms(ctx, img, req.Platforms)
+			}
+			if err := checkPlatform(img, ref, &req.Platforms[0]); err != nil {
 				return nil, err
 			}
 		}
@@ -60,6 +68,30 @@ func (s *Service) ImageRemove(ctx context.Context, ref string, req RemoveRequest
 		if r.Deleted != "" {
 			s.imageEvent(eventtypes.ActionDelete, r.Deleted, r.Deleted)
 		}
+	}
+	return recs, nil
+}
+
+// removePlatforms deletes the content of multi-platform image img's
+// platforms plats: each goes as Docker reports it, Deleted with its
+// manifest's digest; the image and its names stay.
+func (s *Service) removePlatforms(ctx context.Context, img *imagestore.Image, plats []ocispec.Platform) ([]image.DeleteResponse, error) {
+	defer s.quiesce()()
+	users, err := s.imageUsers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(users[img.ID]) > 0 {
+		return nil, errdefs.ErrConflict.WithMessage(fmt.Sprintf("conflict: unable to delete %s (cannot be forced) - image is being used by running container %s", shortImageID(img.ID), container.ShortID(users[img.ID][0].ID)))
+	}
+	gone, err := s.store.DeletePlatforms(ctx, img.ID, plats)
+	if err != nil {
+		return nil, err
+	}
+	recs := []image.DeleteResponse{}
+	for _, d := range gone {
+		recs = append(recs, image.DeleteResponse{Deleted: d.Digest.String()})
+		s.imageEvent(eventtypes.ActionDelete, d.Digest.String(), d.Digest.String())
 	}
 	return recs, nil
 }

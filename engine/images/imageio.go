@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
-	"github.com/containerd/platforms"
 	"github.com/distribution/reference"
 	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
 	eventtypes "github.com/moby/moby/api/types/events"
@@ -144,9 +143,9 @@ func fetchRootfs(ctx context.Context, src string, progress func(jsonstream.Messa
 // images only, or of a build's result (Built: an image create event
 // rather than a load, and a tag event per name).
 type LoadRequest struct {
-	Quiet    bool
-	Platform *ocispec.Platform
-	Built    bool
+	Quiet     bool
+	Platforms []ocispec.Platform
+	Built     bool
 }
 
 // ImageLoad answers docker load: the images of the archive, with Docker's
@@ -155,21 +154,23 @@ type LoadRequest struct {
 // With a platform, only the archive's images of that platform are loaded,
 // and an archive with none is an error.
 func (s *Service) ImageLoad(ctx context.Context, archive io.Reader, req LoadRequest, progress func(jsonstream.Message)) error {
-	quiet, platform := req.Quiet, req.Platform
+	quiet, plats := req.Quiet, req.Platforms
 	store, err := s.imageStore()
 	if err != nil {
 		return err
 	}
 	var opts imagestore.LoadOptions
-	if platform != nil {
-		opts.Match = func(p ocispec.Platform) bool { return platformMatches(*platform, p) }
+	if len(plats) > 0 {
+		opts.Match = func(p ocispec.Platform) bool {
+			return slices.ContainsFunc(plats, func(want ocispec.Platform) bool { return platformMatches(want, p) })
+		}
 	}
 	if !quiet {
 		opts.Progress = progress
 	}
 	loaded, err := store.LoadImages(ctx, archive, opts)
-	if err == nil && len(loaded) == 0 && platform != nil {
-		err = errdefs.ErrNotFound.WithMessage(fmt.Sprintf("no images providing the requested platform(s) found: [%s]", platforms.FormatAll(*platform)))
+	if err == nil && len(loaded) == 0 && len(plats) > 0 {
+		err = errdefs.ErrNotFound.WithMessage(fmt.Sprintf("no images providing the requested platform(s) found: [%s]", formatPlatforms(plats)))
 	}
 	for _, li := range loaded {
 		action := eventtypes.ActionLoad
@@ -204,8 +205,10 @@ func familiar(name string) string {
 // ImageSave answers docker save of names (a repository saves all its
 // tags, a tag or digest reference or ID that image). Every name is resolved
 // before the first byte is written, so an unknown name is an error the
-// client sees as such. With a platform, every image must be of it.
-func (s *Service) ImageSave(ctx context.Context, names []string, platform *ocispec.Platform, w io.Writer) error {
+// client sees as such. With platforms, an image of one platform must be
+// of one of them, and a multi-platform image is saved with those of them
+// it has.
+func (s *Service) ImageSave(ctx context.Context, names []string, plats []ocispec.Platform, w io.Writer) error {
 	store, err := s.imageStore()
 	if err != nil {
 		return err
@@ -260,11 +263,12 @@ func (s *Service) ImageSave(ctx context.Context, names []string, platform *ocisp
 		add(img.ID, tag)
 		byID[img.ID] = img
 	}
-	if platform != nil {
-		for _, it := range items {
-			if !platformMatches(*platform, imagePlatform(byID[it.ID])) {
-				return errdefs.ErrNotFound.WithMessage("no suitable export target found for platform " + platforms.FormatAll(*platform))
+	if len(plats) > 0 {
+		for i, it := range items {
+			if !hasPlatform(byID[it.ID], plats) {
+				return errdefs.ErrNotFound.WithMessage("no suitable export target found for platform " + formatPlatforms(plats))
 			}
+			items[i].Platforms = plats
 		}
 	}
 	if err := store.SaveImages(ctx, items, w); err != nil {

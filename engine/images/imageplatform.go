@@ -2,6 +2,7 @@ package images
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/containerd/errdefs"
 	"github.com/containerd/platforms"
@@ -54,4 +55,29 @@ func checkPlatform(img *imagestore.Image, ref string, want *ocispec.Platform) er
 	}
 	return errdefs.ErrNotFound.WithMessage(fmt.Sprintf("image with reference %s was found but its platform (%s) does not match the specified platform (%s)",
 		name, platforms.FormatAll(got), platforms.FormatAll(*want)))
+}
+
+// hasPlatform reports whether img has content for one of plats: its own
+// platform, or an available platform of a multi-platform image.
+func hasPlatform(img *imagestore.Image, plats []ocispec.Platform) bool {
+	for _, want := range plats {
+		if img.Platforms == nil && platformMatches(want, imagePlatform(img)) {
+			return true
+		}
+		for _, p := range img.Platforms {
+			if p.Available && p.Descriptor.Platform != nil && platforms.OnlyStrict(want).Match(*p.Descriptor.Platform) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// formatPlatforms writes plats as Docker's messages list them.
+func formatPlatforms(plats []ocispec.Platform) string {
+	out := make([]string, len(plats))
+	for i, p := range plats {
+		out[i] = platforms.FormatAll(p)
+	}
+	return strings.Join(out, ", ")
 }

@@ -88,6 +88,12 @@ type Images interface {
 	// specified platform …" when it has no content for it.
 	LookupImagePlatform(ctx context.Context, ref string, want *ocispec.Platform) (*Image, error)
 
+	// DeletePlatforms deletes the content of multi-platform image id's
+	// platforms want (its index goes on naming them) and returns the
+	// index entries whose content went; errdefs.ErrInvalidArgument for an
+	// image of one manifest.
+	DeletePlatforms(ctx context.Context, id string, want []ocispec.Platform) ([]ocispec.Descriptor, error)
+
 	// TagImage gives image id the fully qualified tagged name
 	// ("docker.io/library/busybox:1"), taking it from any image that had it.
 	TagImage(ctx context.Context, id, name string) error

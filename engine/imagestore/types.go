@@ -150,4 +150,7 @@ type CommitImage struct {
 type SaveImage struct {
 	ID    string
 	Names []string
+	// Platforms, for a multi-platform image, are the platforms to save
+	// (none: every platform whose content the store has).
+	Platforms []ocispec.Platform
 }

@@ -64,6 +64,11 @@ func (f *Fake) ListImages(context.Context) ([]imagestore.Image, error) {
 	return out, nil
 }
 
+// DeletePlatforms: the fake's images have one platform each.
+func (f *Fake) DeletePlatforms(context.Context, string, []ocispec.Platform) ([]ocispec.Descriptor, error) {
+	return nil, errdefs.ErrInvalidArgument.WithMessage("one platform")
+}
+
 // LookupImagePlatform is LookupImage: the fake keeps one platform per
 // image.
 func (f *Fake) LookupImagePlatform(ctx context.Context, ref string, _ *ocispec.Platform) (*imagestore.Image, error) {
