@@ -108,7 +108,7 @@ func (s *Store) pull(ctx context.Context, named reference.Named, sys *types.Syst
 	if err != nil {
 		return nil, false, err
 	}
-	man, err := resolveInstance(ctx, src, sys, named, top, topType)
+	man, instDigest, err := resolveInstance(ctx, src, sys, named, top, topType)
 	if err != nil {
 		return nil, false, err
 	}
@@ -127,6 +127,12 @@ func (s *Store) pull(ctx context.Context, named reference.Named, sys *types.Syst
 	stored := errStored == nil
 	prior, errPrior := s.cs.Image(named.String())
 	upToDate := errPrior == nil && prior.ID == target && stored
+	if multi {
+		// The platform's image must be the index's entry: an image of the
+		// same config loaded from elsewhere lacks the entry's manifest,
+		// which the copy adds.
+		upToDate = upToDate && s.instanceImage(instDigest) != nil
+	}
 	var fetch []*layerFetch
 	if !stored && !s.noFetcher {
 		if fetch, err = s.planFetch(ctx, src, man); err != nil {
@@ -224,14 +230,14 @@ func (s *Store) recordedPull(imageID string, named reference.Named, d digest.Dig
 	return s.toImage(simg), nil
 }
 
-// resolveInstance returns the manifest of the image to pull: the manifest
-// itself, or the instance of a list chosen for sys's platform exactly as
-// copy.Image will choose it.
-func resolveInstance(ctx context.Context, src types.ImageSource, sys *types.SystemContext, named reference.Named, blob []byte, mime string) (manifest.Manifest, error) {
+// resolveInstance returns the manifest of the image to pull and its
+// digest: the manifest itself, or the instance of a list chosen for sys's
+// platform exactly as copy.Image will choose it.
+func resolveInstance(ctx context.Context, src types.ImageSource, sys *types.SystemContext, named reference.Named, blob []byte, mime string) (manifest.Manifest, digest.Digest, error) {
 	if manifest.MIMETypeIsMultiImage(mime) {
 		list, err := manifest.ListFromBlob(blob, mime)
 		if err != nil {
-			return nil, fmt.Errorf("parsing manifest list of %s: %w", named, err)
+			return nil, "", fmt.Errorf("parsing manifest list of %s: %w", named, err)
 		}
 		var d digest.Digest
 		if c, ok := list.(interface {
@@ -242,21 +248,21 @@ func resolveInstance(ctx context.Context, src types.ImageSource, sys *types.Syst
 			d, err = list.ChooseInstance(sys)
 		}
 		if err != nil {
-			return nil, noMatchingManifest(sys.OSChoice, sys.ArchitectureChoice, sys.VariantChoice)
+			return nil, "", noMatchingManifest(sys.OSChoice, sys.ArchitectureChoice, sys.VariantChoice)
 		}
 		if blob, mime, err = src.GetManifest(ctx, &d); err != nil {
-			return nil, classifyPullError(err, named)
+			return nil, "", classifyPullError(err, named)
 		}
 	}
 	switch manifest.NormalizedMIMEType(mime) {
 	case manifest.DockerV2Schema1MediaType, manifest.DockerV2Schema1SignedMediaType:
-		return nil, schema1Error(named)
+		return nil, "", schema1Error(named)
 	}
 	m, err := manifest.FromBlob(blob, mime)
 	if err != nil {
-		return nil, fmt.Errorf("parsing manifest of %s: %w", named, err)
+		return nil, "", fmt.Errorf("parsing manifest of %s: %w", named, err)
 	}
-	return m, nil
+	return m, digest.FromBytes(blob), nil
 }
 
 // planLayers lists the layer blobs in order and marks the prefix already

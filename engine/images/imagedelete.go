@@ -296,6 +296,10 @@ func (d *imageDeleter) deleteImage(ctx context.Context, id string, force, prune,
 		return err
 	}
 	*recs = append(*recs, image.DeleteResponse{Deleted: img.ID})
+	if img.Platforms != nil {
+		// Docker reports a multi-platform image's index alone.
+		return nil
+	}
 	chain := chainIDs(img.Layers)
 	for _, id := range layers {
 		if l, ok := chain[id]; ok {
