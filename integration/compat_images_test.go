@@ -140,7 +140,11 @@ func TestCompatImagePlatformParameters(t *testing.T) {
 	if _, err := c.ImageHistory(ctx, ref, client.ImageHistoryWithPlatform(other)); !errdefs.IsNotFound(err) || !strings.Contains(err.Error(), want) {
 		t.Errorf("history for %v = %v", other, err)
 	}
-	if _, err := c.ImageRemove(ctx, ref, client.ImageRemoveOptions{Platforms: []ocispec.Platform{other}}); !errdefs.IsNotFound(err) {
+	// Removing by platform must be forced, as Docker 29 asks.
+	if _, err := c.ImageRemove(ctx, ref, client.ImageRemoveOptions{Platforms: []ocispec.Platform{other}}); !errdefs.IsInvalidArgument(err) || !strings.Contains(err.Error(), "Use —-force to force delete") {
+		t.Errorf("unforced rmi for %v = %v", other, err)
+	}
+	if _, err := c.ImageRemove(ctx, ref, client.ImageRemoveOptions{Platforms: []ocispec.Platform{other}, Force: true}); !errdefs.IsNotFound(err) {
 		t.Errorf("rmi for %v = %v", other, err)
 	}
 	if rc, err := c.ImageSave(ctx, []string{ref}, client.ImageSaveWithPlatforms(other)); err == nil {
