@@ -10,7 +10,9 @@ import (
 
 	"github.com/containerd/containerd/v2/core/content"
 	"github.com/containerd/containerd/v2/core/images"
+	"github.com/distribution/reference"
 	"github.com/moby/go-archive/compression"
+	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
@@ -112,4 +114,122 @@ func (e *exporter) writeLayer(ctx context.Context, tw *tar.Writer, name string, 
 
 func uncompressedLayer(mt string) bool {
 	return mt == ocispec.MediaTypeImageLayer || mt == images.MediaTypeDockerSchema2Layer
+}
+
+// loadLayout streams the index top to the engine as an OCI image layout
+// (oci-layout, index.json naming top once per name, and every blob the
+// index reaches as the content store holds it), which the engine loads
+// as one multi-platform image.
+func (e *exporter) loadLayout(ctx context.Context, top ocispec.Descriptor, names []string) error {
+	blobs, err := e.reach(ctx, top)
+	if err != nil {
+		return err
+	}
+	index := ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex}
+	for _, n := range names {
+		d := ocispec.Descriptor{MediaType: top.MediaType, Digest: top.Digest, Size: top.Size,
+			Annotations: map[string]string{"io.containerd.image.name": n}}
+		if named, err := reference.ParseNormalizedNamed(n); err == nil {
+			if tagged, ok := named.(reference.Tagged); ok {
+				d.Annotations[ocispec.AnnotationRefName] = tagged.Tag()
+			}
+		}
+		index.Manifests = append(index.Manifests, d)
+	}
+	if len(names) == 0 {
+		index.Manifests = []ocispec.Descriptor{{MediaType: top.MediaType, Digest: top.Digest, Size: top.Size}}
+	}
+	ib, err := json.Marshal(index)
+	if err != nil {
+		return err
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		pw.CloseWithError(e.writeLayout(ctx, pw, ib, blobs))
+	}()
+	err = e.eng.loadImage(ctx, pr)
+	_ = pr.CloseWithError(io.ErrClosedPipe)
+	return err
+}
+
+// reach lists the blobs desc reaches: itself, and for an index or a
+// manifest what it names, each once.
+func (e *exporter) reach(ctx context.Context, desc ocispec.Descriptor) ([]ocispec.Descriptor, error) {
+	var out []ocispec.Descriptor
+	seen := map[string]bool{}
+	var walk func(d ocispec.Descriptor) error
+	walk = func(d ocispec.Descriptor) error {
+		if seen[d.Digest.String()] {
+			return nil
+		}
+		seen[d.Digest.String()] = true
+		out = append(out, d)
+		switch {
+		case images.IsIndexType(d.MediaType):
+			b, err := content.ReadBlob(ctx, e.cs, d)
+			if err != nil {
+				return err
+			}
+			var idx ocispec.Index
+			if err := json.Unmarshal(b, &idx); err != nil {
+				return fmt.Errorf("index %s: %w", d.Digest, err)
+			}
+			for _, m := range idx.Manifests {
+				if err := walk(m); err != nil {
+					return err
+				}
+			}
+		case images.IsManifestType(d.MediaType):
+			b, err := content.ReadBlob(ctx, e.cs, d)
+			if err != nil {
+				return err
+			}
+			var man ocispec.Manifest
+			if err := json.Unmarshal(b, &man); err != nil {
+				return fmt.Errorf("manifest %s: %w", d.Digest, err)
+			}
+			for _, c := range append([]ocispec.Descriptor{man.Config}, man.Layers...) {
+				if err := walk(c); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return out, walk(desc)
+}
+
+func (e *exporter) writeLayout(ctx context.Context, w io.Writer, index []byte, blobs []ocispec.Descriptor) error {
+	tw := tar.NewWriter(w)
+	for _, f := range []struct {
+		name string
+		b    []byte
+	}{{"oci-layout", []byte(`{"imageLayoutVersion":"1.0.0"}`)}, {"index.json", index}} {
+		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.b)), Typeflag: tar.TypeReg}); err != nil {
+			return err
+		}
+		if _, err := tw.Write(f.b); err != nil {
+			return err
+		}
+	}
+	for _, d := range blobs {
+		if err := e.writeBlob(ctx, tw, d); err != nil {
+			return fmt.Errorf("blob %s: %w", d.Digest, err)
+		}
+	}
+	return tw.Close()
+}
+
+// writeBlob writes blob d as the content store holds it.
+func (e *exporter) writeBlob(ctx context.Context, tw *tar.Writer, d ocispec.Descriptor) error {
+	ra, err := e.cs.ReaderAt(ctx, d)
+	if err != nil {
+		return err
+	}
+	defer ra.Close()
+	if err := tw.WriteHeader(&tar.Header{Name: "blobs/" + d.Digest.Algorithm().String() + "/" + d.Digest.Encoded(), Mode: 0o644, Size: ra.Size(), Typeflag: tar.TypeReg}); err != nil {
+		return err
+	}
+	_, err = io.CopyN(tw, content.NewReader(ra), ra.Size())
+	return err
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"maps"
 	"strings"
 
@@ -97,12 +96,19 @@ func (i *exporterInstance) Export(ctx context.Context, src *bkexporter.Source, i
 	}
 	names := tagNames(resp[exptypes.ExporterImageNameKey])
 	fetch := func(ctx context.Context) error { return unlazy(ctx, src, i.refCfg, info.SessionID) }
-	id, err := i.e.store(ctx, man, names, fetch)
+	var id string
+	if man == nil {
+		// Several platforms, or another platform's image: the engine
+		// takes the whole index, attestations too.
+		id, err = i.e.storeIndex(ctx, top, names, fetch)
+	} else {
+		id, err = i.e.store(ctx, man, names, fetch)
+		resp[exptypes.ExporterImageConfigDigestKey] = man.Config.Digest.String()
+	}
 	if err != nil {
 		release()
 		return nil, nil, nil, err
 	}
-	resp[exptypes.ExporterImageConfigDigestKey] = man.Config.Digest.String()
 	resp[exptypes.ExporterImageDigestKey] = id
 	return resp, finalize, ref, nil
 }
@@ -156,9 +162,11 @@ func responseDescriptor(resp map[string]string) (ocispec.Descriptor, error) {
 	return desc, errors.New("the image exporter returned no descriptor")
 }
 
-// platformManifest returns the manifest of this platform's image: desc
-// itself, or its entry in an index, leaving attestation manifests aside
-// as Docker's graph-driver image store does.
+// platformManifest returns the manifest of the result's one image: desc
+// itself, or the one image of an index when it is this platform's (its
+// attestations are left aside). It returns nil for an index of several
+// platforms' images or of another platform's, which the engine takes
+// whole (storeIndex).
 func (e *exporter) platformManifest(ctx context.Context, desc ocispec.Descriptor) (*ocispec.Manifest, error) {
 	b, err := content.ReadBlob(ctx, e.cs, desc)
 	if err != nil {
@@ -169,22 +177,16 @@ func (e *exporter) platformManifest(ctx context.Context, desc ocispec.Descriptor
 		if err := json.Unmarshal(b, &idx); err != nil {
 			return nil, err
 		}
-		match := platforms.Default()
-		var found *ocispec.Descriptor
-		for j := range idx.Manifests {
-			m := &idx.Manifests[j]
-			if m.Annotations["vnd.docker.reference.type"] != "" {
-				continue
-			}
-			if m.Platform == nil || match.Match(*m.Platform) {
-				found = m
-				break
+		var found []ocispec.Descriptor
+		for _, m := range idx.Manifests {
+			if m.Annotations["vnd.docker.reference.type"] == "" {
+				found = append(found, m)
 			}
 		}
-		if found == nil {
-			return nil, fmt.Errorf("the build has no image for %s: a multi-platform result cannot be loaded into the engine's store; use --output type=oci or push it", platforms.DefaultString())
+		if len(found) != 1 || (found[0].Platform != nil && !platforms.Default().Match(*found[0].Platform)) {
+			return nil, nil
 		}
-		return e.platformManifest(ctx, *found)
+		return e.platformManifest(ctx, found[0])
 	}
 	var man ocispec.Manifest
 	if err := json.Unmarshal(b, &man); err != nil {
@@ -237,6 +239,37 @@ func (e *exporter) store(ctx context.Context, man *ocispec.Manifest, names []str
 		}
 	}
 	done(nil)
+	return have.ID, e.name(ctx, have, names)
+}
+
+// storeIndex puts the index top, with every platform's image and the
+// attestations it names, into the engine under names (an OCI layout
+// load), unless the engine has it; it returns the engine's ID of it, the
+// index's digest.
+func (e *exporter) storeIndex(ctx context.Context, top ocispec.Descriptor, names []string, fetch func(context.Context) error) (string, error) {
+	id := top.Digest.String()
+	done := progress.OneOff(ctx, "writing image "+id)
+	have, err := e.eng.inspectImage(ctx, id)
+	if err != nil {
+		if err := fetch(ctx); err != nil {
+			return "", done(err)
+		}
+		if err := e.loadLayout(ctx, top, names); err != nil {
+			return "", done(err)
+		}
+		if have, err = e.eng.inspectImage(ctx, id); err != nil {
+			return "", done(err)
+		}
+		for _, n := range names {
+			have.tags[n] = true
+		}
+	}
+	done(nil)
+	return have.ID, e.name(ctx, have, names)
+}
+
+// name gives the engine's image have the names it lacks.
+func (e *exporter) name(ctx context.Context, have *engineImage, names []string) error {
 	for _, n := range names {
 		named := progress.OneOff(ctx, "naming to "+n)
 		if have.tags[n] {
@@ -245,8 +278,8 @@ func (e *exporter) store(ctx context.Context, man *ocispec.Manifest, names []str
 			continue
 		}
 		if err := named(e.eng.tag(ctx, have.ID, n)); err != nil {
-			return "", err
+			return err
 		}
 	}
-	return have.ID, nil
+	return nil
 }

@@ -31,6 +31,9 @@ type localImages struct {
 	cs  content.Store
 
 	mu sync.Mutex // one copy of an image's blobs at a time
+	// targets are the indexes the engine's saves wrote for its
+	// multi-platform images, by image ID.
+	targets map[digest.Digest]ocispec.Descriptor
 }
 
 var _ images.Store = (*localImages)(nil)
@@ -48,48 +51,112 @@ func (l *localImages) Get(ctx context.Context, name string) (images.Image, error
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	man, b, err := l.manifest(ctx, id)
+	target, err := l.target(ctx, id)
 	if err != nil {
 		return images.Image{}, fmt.Errorf("copying image %s from the engine: %w", name, err)
 	}
-	// The manifest keeps its config and layers from BuildKit's pruning.
-	labels := gcLabels(man)
+	if err := l.keep(ctx, target); err != nil {
+		return images.Image{}, err
+	}
+	return images.Image{Name: name, Target: target}, nil
+}
+
+// target returns what the engine's image id is in the content store,
+// every blob present: the manifest its ID names, or for a multi-platform
+// image the index the engine's save writes for it. The blobs are copied
+// from the engine the first time.
+func (l *localImages) target(ctx context.Context, id digest.Digest) (ocispec.Descriptor, error) {
+	for copied := false; ; copied = true {
+		d, ok := l.targets[id]
+		if !ok {
+			d = ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: id}
+		}
+		if d, ok := l.complete(ctx, d); ok {
+			return d, nil
+		}
+		if copied {
+			return d, fmt.Errorf("the engine's archive lacks a blob of %s: %w", id, cerrdefs.ErrNotFound)
+		}
+		top, err := l.copyBlobs(ctx, id.String())
+		if err != nil {
+			return d, err
+		}
+		if top.Digest != "" && top.Digest != id {
+			if l.targets == nil {
+				l.targets = map[digest.Digest]ocispec.Descriptor{}
+			}
+			l.targets[id] = ocispec.Descriptor{MediaType: top.MediaType, Digest: top.Digest, Size: top.Size}
+		}
+	}
+}
+
+// complete reports whether every blob d reaches is in the content store;
+// it returns d with its size.
+func (l *localImages) complete(ctx context.Context, d ocispec.Descriptor) (ocispec.Descriptor, bool) {
+	info, err := l.cs.Info(ctx, d.Digest)
+	if err != nil {
+		return d, false
+	}
+	d.Size = info.Size
+	b, err := content.ReadBlob(ctx, l.cs, d)
+	if err != nil {
+		return d, false
+	}
+	if images.IsIndexType(d.MediaType) {
+		var idx ocispec.Index
+		if json.Unmarshal(b, &idx) != nil {
+			return d, false
+		}
+		for _, m := range idx.Manifests {
+			if _, ok := l.complete(ctx, m); !ok {
+				return d, false
+			}
+		}
+		return d, true
+	}
+	var man ocispec.Manifest
+	if json.Unmarshal(b, &man) != nil {
+		return d, false
+	}
+	want := []digest.Digest{man.Config.Digest}
+	for _, ld := range man.Layers {
+		want = append(want, ld.Digest)
+	}
+	_, missing := l.sizes(ctx, want)
+	return d, !missing
+}
+
+// keep labels d's blobs so that BuildKit's pruning keeps them with it.
+func (l *localImages) keep(ctx context.Context, d ocispec.Descriptor) error {
+	b, err := content.ReadBlob(ctx, l.cs, d)
+	if err != nil {
+		return err
+	}
+	labels := map[string]string{}
+	if images.IsIndexType(d.MediaType) {
+		var idx ocispec.Index
+		if err := json.Unmarshal(b, &idx); err != nil {
+			return err
+		}
+		for i, m := range idx.Manifests {
+			labels[fmt.Sprintf("containerd.io/gc.ref.content.m.%d", i)] = m.Digest.String()
+			if err := l.keep(ctx, m); err != nil {
+				return err
+			}
+		}
+	} else {
+		var man ocispec.Manifest
+		if err := json.Unmarshal(b, &man); err != nil {
+			return err
+		}
+		labels = gcLabels(man)
+	}
 	fields := make([]string, 0, len(labels))
 	for k := range labels {
 		fields = append(fields, "labels."+k)
 	}
-	if _, err := l.cs.Update(ctx, content.Info{Digest: id, Labels: labels}, fields...); err != nil {
-		return images.Image{}, err
-	}
-	return images.Image{Name: name, Target: ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: id, Size: int64(len(b))}}, nil
-}
-
-// manifest returns the manifest of the engine's image id (the image's ID
-// is its manifest's digest) with every blob it names in the content
-// store, copied from the engine the first time.
-func (l *localImages) manifest(ctx context.Context, id digest.Digest) (ocispec.Manifest, []byte, error) {
-	var man ocispec.Manifest
-	for copied := false; ; copied = true {
-		b, err := content.ReadBlob(ctx, l.cs, ocispec.Descriptor{Digest: id})
-		if err == nil {
-			if err := json.Unmarshal(b, &man); err != nil {
-				return man, nil, fmt.Errorf("its manifest: %w", err)
-			}
-			want := []digest.Digest{man.Config.Digest}
-			for _, d := range man.Layers {
-				want = append(want, d.Digest)
-			}
-			if _, missing := l.sizes(ctx, want); !missing {
-				return man, b, nil
-			}
-		}
-		if copied {
-			return man, nil, fmt.Errorf("the engine's archive lacks a blob of %s: %w", id, cerrdefs.ErrNotFound)
-		}
-		if err := l.copyBlobs(ctx, id.String()); err != nil {
-			return man, nil, err
-		}
-	}
+	_, err = l.cs.Update(ctx, content.Info{Digest: d.Digest, Labels: labels}, fields...)
+	return err
 }
 
 // gcLabels keep the manifest's blobs with it in the content store.
@@ -115,28 +182,40 @@ func (l *localImages) sizes(ctx context.Context, ds []digest.Digest) ([]int64, b
 }
 
 // copyBlobs writes the blobs of the engine's save of image id into the
-// content store, each checked against its digest.
-func (l *localImages) copyBlobs(ctx context.Context, id string) error {
+// content store, each checked against its digest, and returns the first
+// image the archive's index.json names.
+func (l *localImages) copyBlobs(ctx context.Context, id string) (ocispec.Descriptor, error) {
+	var top ocispec.Descriptor
 	rc, err := l.eng.saveImage(ctx, id)
 	if err != nil {
-		return err
+		return top, err
 	}
 	defer rc.Close()
 	tr := tar.NewReader(rc)
 	for {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			return nil
+			return top, nil
 		}
 		if err != nil {
-			return err
+			return top, err
+		}
+		if path.Clean(hdr.Name) == "index.json" {
+			var idx ocispec.Index
+			if err := json.NewDecoder(io.LimitReader(tr, 1<<20)).Decode(&idx); err != nil {
+				return top, fmt.Errorf("index.json: %w", err)
+			}
+			if len(idx.Manifests) > 0 {
+				top = idx.Manifests[0]
+			}
+			continue
 		}
 		d, ok := blobDigest(hdr)
 		if !ok {
 			continue
 		}
 		if err := content.WriteBlob(ctx, l.cs, "hutch-blob-"+d.String(), tr, ocispec.Descriptor{Digest: d, Size: hdr.Size}); err != nil {
-			return err
+			return top, err
 		}
 	}
 }

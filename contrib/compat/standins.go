@@ -11,6 +11,7 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/hutch-engine/hutch/storage/testimage"
 )
 
@@ -97,17 +98,34 @@ var standIns = []standIn{
 	{Name: "alpine:latest", Repo: "library/alpine", Tag: "latest", index: alpine},
 }
 
-// alpine is busybox under the platforms of Docker Hub's alpine image.
+// alpine is busybox under the platforms of Docker Hub's alpine image,
+// with alpine's history: one layer, then CMD ["/bin/sh"].
 func alpine() (v1.ImageIndex, error) {
 	var imgs []v1.Image
 	for _, p := range [][2]string{{"386", ""}, {"amd64", ""}, {"arm", "v6"}, {"arm", "v7"}, {"arm64", "v8"}, {"ppc64le", ""}, {"riscv64", ""}, {"s390x", ""}} {
 		img, err := platform(testimage.DockerBusybox, p[0], p[1])()
+		if err == nil {
+			img, err = withShellCmd(img)
+		}
 		if err != nil {
 			return nil, err
 		}
 		imgs = append(imgs, img)
 	}
 	return testimage.Index(imgs...)
+}
+
+// withShellCmd ends img's history as alpine's does: CMD ["/bin/sh"], a
+// step without a layer.
+func withShellCmd(img v1.Image) (v1.Image, error) {
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cf = cf.DeepCopy()
+	cf.Config.Cmd = []string{"/bin/sh"}
+	cf.History = append(cf.History, v1.History{Created: cf.Created, CreatedBy: `/bin/sh -c #(nop)  CMD ["/bin/sh"]`, EmptyLayer: true})
+	return mutate.ConfigFile(img, cf)
 }
 
 func platform(mk func() (v1.Image, error), arch, variant string) func() (v1.Image, error) {

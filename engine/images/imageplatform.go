@@ -1,6 +1,7 @@
 package images
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -80,4 +81,20 @@ func formatPlatforms(plats []ocispec.Platform) string {
 		out[i] = platforms.FormatAll(p)
 	}
 	return strings.Join(out, ", ")
+}
+
+// lookupPlatform finds ref with, for a multi-platform image, the content
+// of platform want (nil: the host's, else any it has); an image of one
+// platform must be of want.
+func lookupPlatform(ctx context.Context, store imagestore.Store, ref string, want *ocispec.Platform) (*imagestore.Image, error) {
+	img, err := store.LookupImagePlatform(ctx, ref, want)
+	if err != nil {
+		return nil, err
+	}
+	if img.Platforms == nil {
+		if err := checkPlatform(img, ref, want); err != nil {
+			return nil, err
+		}
+	}
+	return img, nil
 }

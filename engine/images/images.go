@@ -299,14 +299,9 @@ func (s *Service) ImageInspect(ctx context.Context, ref string, platform *ocispe
 	if err != nil {
 		return Detail{}, err
 	}
-	img, err := store.LookupImagePlatform(ctx, ref, platform)
+	img, err := lookupPlatform(ctx, store, ref, platform)
 	if err != nil {
 		return Detail{}, err
-	}
-	if img.Platforms == nil {
-		if err := checkPlatform(img, ref, platform); err != nil {
-			return Detail{}, err
-		}
 	}
 	tags, digests, _ := matchingRefs(img.Refs, nil)
 	digests = withTargetDigests(img.ID, tags, digests)
@@ -370,11 +365,8 @@ func (s *Service) ImageHistory(ctx context.Context, ref string, platform *ocispe
 	if err != nil {
 		return nil, err
 	}
-	img, err := store.LookupImage(ctx, ref)
+	img, err := lookupPlatform(ctx, store, ref, platform)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkPlatform(img, ref, platform); err != nil {
 		return nil, err
 	}
 	var out []image.HistoryResponseItem
