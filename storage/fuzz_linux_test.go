@@ -122,6 +122,14 @@ func FuzzLoadImages(f *testing.F) {
 		"M {}",
 		"M [{}]",
 		"M null",
+		// OCI layouts without manifest.json, or naming an index: read
+		// as the layout they are.
+		"O\nf index.json [",
+		`O\nf index.json {"manifests":[]}`,
+		`O\nf index.json {"manifests":[{"mediaType":"application/vnd.oci.image.index.v1+json","digest":"sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef","size":2}]}`,
+		`O\nf index.json {"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef","size":2,"annotations":{"io.containerd.image.name":"Bad:Name"}}]}`,
+		`O\nf blobs/sha256/../../../../canary/x escaped\nf index.json {"manifests":[]}`,
+		`O\nl blobs/sha256/0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef ../../etc/passwd\nf index.json {"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef","size":2}]}`,
 	} {
 		f.Add(s, false, uint16(0))
 	}

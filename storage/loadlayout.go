@@ -188,7 +188,7 @@ func (l *layoutLoad) entry(ctx context.Context, i int, d ocispec.Descriptor) (im
 		names = append(names, named.String())
 	}
 	if !manifest.MIMETypeIsMultiImage(d.MediaType) {
-		img, err := l.instance(ctx, i, d.Digest, d.Platform)
+		img, _, err := l.instance(ctx, i, d.Digest, d.Platform)
 		if err != nil || img == nil {
 			return imagestore.LoadedImage{}, err
 		}
@@ -202,17 +202,31 @@ func (l *layoutLoad) entry(ctx context.Context, i int, d ocispec.Descriptor) (im
 	if err := json.Unmarshal(b, &idx); err != nil {
 		return imagestore.LoadedImage{}, invalidArchive(fmt.Errorf("index %s: %w", d.Digest, err))
 	}
+	// An index that fails leaves none of its platforms' images that the
+	// load made.
+	var made []string
+	undo := func() {
+		for _, id := range made {
+			if _, err := l.s.cs.DeleteImage(id, true); err != nil {
+				l.s.log.Warn("storage: removing a failed load's image", "image", id, "err", err)
+			}
+		}
+	}
 	loaded := 0
 	for _, m := range idx.Manifests {
 		if m.Annotations[attestationType] != "" || manifest.MIMETypeIsMultiImage(m.MediaType) || !l.has(m.Digest) {
 			continue
 		}
-		img, err := l.instance(ctx, i, m.Digest, m.Platform)
+		img, fresh, err := l.instance(ctx, i, m.Digest, m.Platform)
 		if err != nil {
+			undo()
 			return imagestore.LoadedImage{}, err
 		}
 		if img != nil {
 			loaded++
+			if fresh {
+				made = append(made, img.ID)
+			}
 		}
 	}
 	if loaded == 0 {
@@ -220,6 +234,7 @@ func (l *layoutLoad) entry(ctx context.Context, i int, d ocispec.Descriptor) (im
 	}
 	img, err := l.s.putIndex(d.Digest, b, l.attestations(idx))
 	if err != nil {
+		undo()
 		return imagestore.LoadedImage{}, err
 	}
 	return l.s.nameLoaded(img, names)
@@ -252,23 +267,24 @@ func (l *layoutLoad) attestations(idx ocispec.Index) map[digest.Digest][]byte {
 }
 
 // instance copies the image whose manifest is d into the store, unless
-// opts.Match leaves its platform out (nil, nil).
-func (l *layoutLoad) instance(ctx context.Context, i int, d digest.Digest, p *ocispec.Platform) (*cstorage.Image, error) {
+// opts.Match leaves its platform out (nil, false, nil); fresh tells
+// whether the store lacked it.
+func (l *layoutLoad) instance(ctx context.Context, i int, d digest.Digest, p *ocispec.Platform) (img *cstorage.Image, fresh bool, err error) {
 	mb, err := l.blob(d)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	var man ocispec.Manifest
 	if err := json.Unmarshal(mb, &man); err != nil {
-		return nil, invalidArchive(fmt.Errorf("manifest %s: %w", d, err))
+		return nil, false, invalidArchive(fmt.Errorf("manifest %s: %w", d, err))
 	}
 	cb, err := l.blob(man.Config.Digest)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	var cfg ocispec.Image
 	if err := json.Unmarshal(cb, &cfg); err != nil {
-		return nil, invalidArchive(fmt.Errorf("config %s: %w", man.Config.Digest, err))
+		return nil, false, invalidArchive(fmt.Errorf("config %s: %w", man.Config.Digest, err))
 	}
 	if l.opts.Match != nil {
 		plat := ocispec.Platform{OS: cfg.OS, Architecture: cfg.Architecture, Variant: cfg.Variant}
@@ -276,16 +292,16 @@ func (l *layoutLoad) instance(ctx context.Context, i int, d digest.Digest, p *oc
 			plat = *p
 		}
 		if !l.opts.Match(plat) {
-			return nil, nil
+			return nil, false, nil
 		}
 	}
 	ref, err := layout.NewIndexReference(l.dir, i)
 	if err != nil {
-		return nil, invalidArchive(err)
+		return nil, false, invalidArchive(err)
 	}
 	inner, err := ref.NewImageSource(ctx, l.sys)
 	if err != nil {
-		return nil, invalidArchive(err)
+		return nil, false, invalidArchive(err)
 	}
 	src := &openedSource{ImageReference: ref, src: &instanceSource{ImageSource: inner, instance: d}}
 	var report func(types.ProgressProperties)
@@ -293,14 +309,14 @@ func (l *layoutLoad) instance(ctx context.Context, i int, d digest.Digest, p *oc
 		report = loadingLayer(cfg.RootFS.DiffIDs, l.opts.Progress)
 	}
 	id := man.Config.Digest.Encoded()
+	_, errBefore := l.s.cs.Image(id)
 	if err := l.s.copyIntoReporting(ctx, l.sys, src, nil, id, nil, report); err != nil {
-		return nil, fmt.Errorf("loading image %s: %w", d, archiveContentError(err))
+		return nil, false, fmt.Errorf("loading image %s: %w", d, archiveContentError(err))
 	}
-	img, err := l.s.cs.Image(id)
-	if err != nil {
-		return nil, fmt.Errorf("storage: loaded image %s: %w", id, classify(err))
+	if img, err = l.s.cs.Image(id); err != nil {
+		return nil, false, fmt.Errorf("storage: loaded image %s: %w", id, classify(err))
 	}
-	return img, nil
+	return img, errBefore != nil, nil
 }
 
 // instanceSource is an image source whose own manifest is one instance of
