@@ -138,8 +138,6 @@ type summaryV143 struct {
 // Docker does.
 func (s *Server) imageList(w http.ResponseWriter, r *http.Request) error {
 	v := APIVersion(r.Context())
-	// The store keeps no manifests, so there are none to list; identity
-	// still needs them asked for, as in Docker.
 	if !versionLess(v, "1.54") && queryBool(r, "identity") && !queryBool(r, "manifests") {
 		return invalidVerbatim{errors.New("conflicting options: identity requires manifests=1")}
 	}
@@ -147,6 +145,7 @@ func (s *Server) imageList(w http.ResponseWriter, r *http.Request) error {
 		All:        queryBool(r, "all"),
 		Filters:    r.URL.Query().Get("filters"),
 		SharedSize: !versionLess(v, "1.42") && queryBool(r, "shared-size"),
+		Manifests:  !versionLess(v, "1.47") && queryBool(r, "manifests"),
 	})
 	if err != nil {
 		return err

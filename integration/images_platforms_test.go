@@ -140,6 +140,9 @@ func TestImageMultiPlatform(t *testing.T) {
 	if available != 2 {
 		t.Errorf("%d platforms available, want 2: %+v", available, img.Manifests)
 	}
+	if list, err := c.ImageList(ctx, client.ImageListOptions{Manifests: true}); err != nil || len(list.Items) != 1 || len(list.Items[0].Manifests) != 3 || list.Items[0].Descriptor == nil {
+		t.Errorf("image list with manifests = %+v, %v", list, err)
+	}
 	if out := must(t, d, "run", "--rm", ref, "echo", "ran"); out != "ran" {
 		t.Errorf("docker run of the multi-platform image = %q", out)
 	}

@@ -55,6 +55,8 @@ type ListRequest struct {
 	All        bool
 	Filters    string // the raw filters JSON
 	SharedSize bool
+	// Manifests fills each image's Manifests (manifests=1).
+	Manifests bool
 }
 
 var imageListFilters = map[string]bool{"dangling": true, "label": true, "before": true, "since": true, "reference": true, "until": true}
@@ -124,6 +126,9 @@ func (s *Service) ImageList(ctx context.Context, req ListRequest) ([]image.Summa
 		}
 		if img.Config != nil {
 			sum.Labels = img.Config.Config.Labels
+		}
+		if req.Manifests {
+			sum.Manifests = manifestSummaries(img, users)
 		}
 		out = append(out, sum)
 	}
@@ -330,7 +335,11 @@ func (s *Service) ImageInspect(ctx context.Context, ref string, platform *ocispe
 		d.Platform = &p
 		resp.Descriptor = &d
 	}
-	resp.Manifests = s.manifestSummaries(ctx, img)
+	users, err := s.imageUsers(ctx)
+	if err != nil {
+		return Detail{}, err
+	}
+	resp.Manifests = manifestSummaries(img, users)
 	if cfg := img.Config; cfg != nil {
 		resp.Author = cfg.Author
 		resp.Architecture, resp.Variant = cfg.Architecture, cfg.Variant
@@ -468,13 +477,12 @@ func InvalidReference(err error) error {
 // manifestSummaries are the image's manifests as inspect's manifests=1
 // lists them: each platform of a multi-platform image, or its one
 // manifest.
-func (s *Service) manifestSummaries(ctx context.Context, img *imagestore.Image) []image.ManifestSummary {
-	users, _ := s.imageUsers(ctx)
+func manifestSummaries(img *imagestore.Image, users map[string][]*container.Container) []image.ManifestSummary {
 	var names []string
 	for _, c := range users[img.ID] {
 		names = append(names, c.ID)
 	}
-	summary := func(d ocispec.Descriptor, available bool, id string, size int64, cfg *dockerspec.DockerOCIImage) image.ManifestSummary {
+	summary := func(d ocispec.Descriptor, available bool, size int64, cfg *dockerspec.DockerOCIImage) image.ManifestSummary {
 		m := image.ManifestSummary{ID: d.Digest.String(), Descriptor: d, Available: available, Kind: image.ManifestKindImage}
 		m.Size.Content, m.Size.Total = size, size
 		props := &image.ImageProperties{Containers: nonNil(names)}
@@ -491,11 +499,11 @@ func (s *Service) manifestSummaries(ctx context.Context, img *imagestore.Image) 
 		if img.Descriptor == nil {
 			return nil
 		}
-		return []image.ManifestSummary{summary(*img.Descriptor, true, img.ID, img.Size(), img.Config)}
+		return []image.ManifestSummary{summary(*img.Descriptor, true, img.Size(), img.Config)}
 	}
 	out := make([]image.ManifestSummary, 0, len(img.Platforms))
 	for _, p := range img.Platforms {
-		out = append(out, summary(p.Descriptor, p.Available, p.ID, p.Size, p.Config))
+		out = append(out, summary(p.Descriptor, p.Available, p.Size, p.Config))
 	}
 	return out
 }
