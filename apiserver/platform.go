@@ -81,6 +81,11 @@ func platformList(r *http.Request) ([]ocispec.Platform, error) {
 	if len(values) > 1 && versionLess(v, "1.52") {
 		return nil, invalidVerbatim{errors.New("multiple platform parameters are not supported in this API version; use API version 1.52 or later")}
 	}
+	return jsonPlatforms(values)
+}
+
+// jsonPlatforms parses each of values as Docker's JSON platform.
+func jsonPlatforms(values []string) ([]ocispec.Platform, error) {
 	out := make([]ocispec.Platform, 0, len(values))
 	for _, s := range values {
 		p, err := jsonPlatform(s)
@@ -99,13 +104,5 @@ func removePlatforms(r *http.Request) ([]ocispec.Platform, error) {
 	if len(values) == 0 || versionLess(APIVersion(r.Context()), "1.50") {
 		return nil, nil
 	}
-	out := make([]ocispec.Platform, 0, len(values))
-	for _, s := range values {
-		p, err := jsonPlatform(s)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, *p)
-	}
-	return out, nil
+	return jsonPlatforms(values)
 }

@@ -153,15 +153,7 @@ func TestCompatImagePlatformParameters(t *testing.T) {
 	} else if !errdefs.IsNotFound(err) || !strings.Contains(err.Error(), "no suitable export target found for platform "+platformString(other)) {
 		t.Errorf("save for %v = %v", other, err)
 	}
-	rc, err := c.ImageSave(ctx, []string{ref}, client.ImageSaveWithPlatforms(native))
-	if err != nil {
-		t.Fatal(err)
-	}
-	archive, err := io.ReadAll(rc)
-	rc.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	archive := saveBytes(t, c, ref, native)
 	if got := ids(); !slices.Equal(got, before) {
 		t.Fatalf("images after the refused requests: %q, before %q", got, before)
 	}

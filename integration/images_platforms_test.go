@@ -175,15 +175,7 @@ func TestImageMultiPlatform(t *testing.T) {
 	}
 
 	// Save the other platform alone; load it back under the name.
-	rc, err := c.ImageSave(ctx, []string{ref}, client.ImageSaveWithPlatforms(otherP))
-	if err != nil {
-		t.Fatal(err)
-	}
-	saved, err := io.ReadAll(rc)
-	rc.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	saved := saveBytes(t, c, ref, otherP)
 
 	// Remove the other platform's content: the name stays, with the host's.
 	res, err := c.ImageRemove(ctx, ref, client.ImageRemoveOptions{Platforms: []ocispec.Platform{otherP}, Force: true})
@@ -216,6 +208,21 @@ func TestImageMultiPlatform(t *testing.T) {
 	if img, err := c.ImageInspect(ctx, ref, client.ImageInspectWithPlatform(&otherP)); err != nil || img.Architecture != otherArch {
 		t.Errorf("loaded %s: %v", otherArch, err)
 	}
+}
+
+// saveBytes is the SDK's save of ref for platforms.
+func saveBytes(t *testing.T, c *client.Client, ref string, platforms ...ocispec.Platform) []byte {
+	t.Helper()
+	rc, err := c.ImageSave(context.Background(), []string{ref}, client.ImageSaveWithPlatforms(platforms...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // busyboxRegistry is a registry of the test's own.

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/containerd/errdefs"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -26,22 +27,7 @@ import (
 // the layout's files first.
 func layoutArchive(t *testing.T, name string, spoil func(dir string)) ([]byte, string) {
 	t.Helper()
-	native, err := testimage.Busybox()
-	if err != nil {
-		t.Fatal(err)
-	}
-	otherArch := "arm64"
-	if runtime.GOARCH == "arm64" {
-		otherArch = "amd64"
-	}
-	other, err := testimage.ForPlatform(native, "linux", otherArch, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	idx, err := testimage.Index(native, other)
-	if err != nil {
-		t.Fatal(err)
-	}
+	idx, _, _, _ := twoPlatforms(t)
 	dir := t.TempDir()
 	p, err := layout.Write(dir, empty.Index)
 	if err != nil {
@@ -143,4 +129,25 @@ func TestLoadLayoutIndex(t *testing.T) {
 		t.Fatal("a layout with a spoiled layer loaded")
 	}
 	assertEmpty(t, s)
+}
+
+// twoPlatforms is an index of busybox for the host and for another
+// architecture, otherArch.
+func twoPlatforms(t *testing.T) (idx v1.ImageIndex, native, other v1.Image, otherArch string) {
+	t.Helper()
+	native, err := testimage.Busybox()
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherArch = "arm64"
+	if runtime.GOARCH == "arm64" {
+		otherArch = "amd64"
+	}
+	if other, err = testimage.ForPlatform(native, "linux", otherArch, ""); err != nil {
+		t.Fatal(err)
+	}
+	if idx, err = testimage.Index(native, other); err != nil {
+		t.Fatal(err)
+	}
+	return idx, native, other, otherArch
 }

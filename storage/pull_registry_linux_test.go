@@ -86,22 +86,7 @@ func TestPullByDigest(t *testing.T) {
 
 func TestPullManifestList(t *testing.T) {
 	reg := newRegistry(t, "", "")
-	native, err := testimage.Busybox()
-	if err != nil {
-		t.Fatal(err)
-	}
-	otherArch := "arm64"
-	if runtime.GOARCH == "arm64" {
-		otherArch = "amd64"
-	}
-	other, err := testimage.ForPlatform(native, "linux", otherArch, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	idx, err := testimage.Index(native, other)
-	if err != nil {
-		t.Fatal(err)
-	}
+	idx, native, other, otherArch := twoPlatforms(t)
 	ref := reg.host + "/multiarch:latest"
 	if err := testimage.PushIndex(context.Background(), ref, idx); err != nil {
 		t.Fatal(err)
