@@ -29,6 +29,9 @@ func (noContainers) ImageInspect(context.Context, string, *ocispec.Platform) (im
 func (noContainers) ImageHistory(context.Context, string, *ocispec.Platform) ([]image.HistoryResponseItem, error) {
 	return nil, errNoContainers
 }
+func (noContainers) ImageAttestations(context.Context, string, images.AttestationRequest) ([]image.AttestationStatement, error) {
+	return nil, errNoContainers
+}
 func (noContainers) ImageTag(context.Context, string, string, string) error { return errNoContainers }
 func (noContainers) ImageRemove(context.Context, string, images.RemoveRequest) ([]image.DeleteResponse, error) {
 	return nil, errNoContainers

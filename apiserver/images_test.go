@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -80,6 +81,28 @@ func (f *imageFake) ImageInspect(_ context.Context, ref string, p *ocispec.Platf
 
 func (f *imageFake) ImageHistory(_ context.Context, ref string, p *ocispec.Platform) ([]image.HistoryResponseItem, error) {
 	return nil, f.record("ImageHistory(%s%s)", ref, plat(p))
+}
+
+// notFoundClass is classed by its NotFound method, as engine/images
+// classes an error whose message ends with "not found".
+type notFoundClass struct{ error }
+
+func (notFoundClass) NotFound() {}
+
+// ImageAttestations answers image "multi" with one statement (its body
+// when asked), any other with none.
+func (f *imageFake) ImageAttestations(_ context.Context, ref string, req images.AttestationRequest) ([]image.AttestationStatement, error) {
+	err := f.record("ImageAttestations(%s%s,%s,%v)", ref, plat(req.Platform), strings.Join(req.PredicateTypes, "+"), req.Statement)
+	if ref != "multi" || err != nil {
+		return nil, err
+	}
+	st := image.AttestationStatement{PredicateType: "https://slsa.dev/provenance/v0.2",
+		Descriptor: ocispec.Descriptor{MediaType: "application/vnd.in-toto+json", Digest: "sha256:cc", Size: 2}}
+	if req.Statement {
+		raw := json.RawMessage(`{}`)
+		st.Statement = &raw
+	}
+	return []image.AttestationStatement{st}, nil
 }
 
 func (f *imageFake) ImageTag(_ context.Context, ref, repo, tag string) error {
@@ -166,10 +189,28 @@ func TestImageRoutes(t *testing.T) {
 			call: "ImageInspect(x)", status: 404, message: "No such image: x"},
 		{name: "history", method: "GET", target: "/images/a/b:c/history", call: "ImageHistory(a/b:c)", status: 200, contains: "[]"},
 		{name: "image named json", method: "GET", target: "/images/json/json", call: "ImageInspect(json)", status: 200},
-		{name: "attestations", method: "GET", target: "/images/a/b:c/attestations", call: "ImageInspect(a/b:c)", status: 501,
-			message: "the image store does not support attestations: hutch keeps an image's platform manifest only"},
+		{name: "attestations none", method: "GET", target: "/images/a/b:c/attestations", call: "ImageAttestations(a/b:c,,false)", status: 200,
+			contains: "[]", ctype: "application/json"},
+		{name: "attestations", method: "GET", target: "/images/multi/attestations", call: "ImageAttestations(multi,,false)", status: 200,
+			contains: `[{"Descriptor":{"mediaType":"application/vnd.in-toto+json","digest":"sha256:cc","size":2},"PredicateType":"https://slsa.dev/provenance/v0.2"}]`},
+		{name: "attestations with statements", method: "GET", target: "/images/multi/attestations?statement=1", call: "ImageAttestations(multi,,true)", status: 200,
+			contains: `"PredicateType":"https://slsa.dev/provenance/v0.2","Statement":{}}]`},
+		{name: "attestations of types and a platform", method: "GET",
+			target: `/images/multi/attestations?type=t1&type=+t2+&type=&platform={"os":"linux","architecture":"arm64","variant":"v8"}`,
+			call:   "ImageAttestations(multi,linux/arm64/v8,t1+t2,false)", status: 200},
+		{name: "attestations empty platform", method: "GET", target: "/images/multi/attestations?platform=", call: "ImageAttestations(multi,,false)", status: 200},
+		{name: "attestations of several platforms", method: "GET",
+			target: `/images/multi/attestations?platform={"os":"linux","architecture":"amd64"}&platform={"os":"linux","architecture":"arm64"}`,
+			status: 400, message: "only one platform value is currently supported"},
+		{name: "attestations bad platform", method: "GET", target: `/images/multi/attestations?platform={`, status: 400,
+			message: "failed to parse platform: unexpected end of JSON input"},
+		{name: "attestations platform without OS", method: "GET", target: `/images/multi/attestations?platform={"architecture":"arm64"}`, status: 400,
+			message: "both OS and Architecture must be provided"},
 		{name: "attestations of a missing image", method: "GET", target: "/images/x/attestations", err: errdefs.ErrNotFound.WithMessage("No such image: x"),
-			call: "ImageInspect(x)", status: 404, message: "No such image: x"},
+			call: "ImageAttestations(x,,false)", status: 404, message: "No such image: x"},
+		{name: "attestations of a missing platform", method: "GET", target: `/images/x/attestations?platform={"os":"linux","architecture":"riscv64"}`,
+			err:  fmt.Errorf("resolving image manifest for platform &{}: %w", notFoundClass{errors.New("no manifest for platform linux/riscv64: not found")}),
+			call: "ImageAttestations(x,linux/riscv64,,false)", status: 404, message: "resolving image manifest for platform &{}: no manifest for platform linux/riscv64: not found"},
 		{name: "attestations before 1.55", method: "GET", target: "/v1.54/images/a/attestations", status: 400,
 			message: "/images/{name:.*}/attestations requires minimum API version 1.55"},
 		{name: "no operation", method: "GET", target: "/images/busybox", status: 404, message: "page not found"},

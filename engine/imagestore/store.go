@@ -8,6 +8,7 @@ import (
 	containertypes "github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/moby/moby/api/types/registry"
+	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
@@ -93,6 +94,12 @@ type Images interface {
 	// index entries whose content went; errdefs.ErrInvalidArgument for an
 	// image of one manifest.
 	DeletePlatforms(ctx context.Context, id string, want []ocispec.Platform) ([]ocispec.Descriptor, error)
+
+	// IndexBlob returns blob d that multi-platform image id keeps: its
+	// index (d is then the image's ID), or an attestation manifest or
+	// statement the index names. A blob it does not keep, and any blob
+	// of an image of one manifest, is errdefs.ErrNotFound.
+	IndexBlob(ctx context.Context, id string, d digest.Digest) ([]byte, error)
 
 	// TagImage gives image id the fully qualified tagged name
 	// ("docker.io/library/busybox:1"), taking it from any image that had it.

@@ -30,6 +30,9 @@ import (
 type Fake struct {
 	Imgs  map[string]*imagestore.Image // by ID
 	InUse map[string]bool              // IDs a rootfs uses: DeleteImage refuses them
+	// Blobs are what IndexBlob answers: by image ID, the blobs it keeps
+	// (a multi-platform image's index under its own ID's digest).
+	Blobs map[string]map[digest.Digest][]byte
 }
 
 var _ imagestore.Store = (*Fake)(nil)
@@ -67,6 +70,17 @@ func (f *Fake) ListImages(context.Context) ([]imagestore.Image, error) {
 // DeletePlatforms: the fake's images have one platform each.
 func (f *Fake) DeletePlatforms(context.Context, string, []ocispec.Platform) ([]ocispec.Descriptor, error) {
 	return nil, errdefs.ErrInvalidArgument.WithMessage("one platform")
+}
+
+// IndexBlob answers from Blobs.
+func (f *Fake) IndexBlob(_ context.Context, id string, d digest.Digest) ([]byte, error) {
+	if _, ok := f.Imgs[id]; !ok {
+		return nil, errdefs.ErrNotFound.WithMessage("No such image: " + id)
+	}
+	if b, ok := f.Blobs[id][d]; ok {
+		return b, nil
+	}
+	return nil, fmt.Errorf("content digest %s: %w", d, errdefs.ErrNotFound)
 }
 
 // LookupImagePlatform is LookupImage: the fake keeps one platform per
