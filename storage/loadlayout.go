@@ -213,11 +213,16 @@ func (l *layoutLoad) entry(ctx context.Context, i int, d ocispec.Descriptor) (im
 		}
 	}
 	loaded := 0
+	var unpack error
 	for _, m := range idx.Manifests {
 		if m.Annotations[attestationType] != "" || manifest.MIMETypeIsMultiImage(m.MediaType) || !l.has(m.Digest) {
 			continue
 		}
 		img, fresh, err := l.instance(ctx, i, m.Digest, m.Platform)
+		if err != nil && l.unpackOnly(err, m.Digest) {
+			unpack = errors.Join(unpack, err)
+			continue
+		}
 		if err != nil {
 			undo()
 			return imagestore.LoadedImage{}, err
@@ -229,7 +234,7 @@ func (l *layoutLoad) entry(ctx context.Context, i int, d ocispec.Descriptor) (im
 			}
 		}
 	}
-	if loaded == 0 {
+	if loaded == 0 && unpack == nil {
 		return imagestore.LoadedImage{}, nil
 	}
 	img, err := l.s.putIndex(d.Digest, b, l.attestations(idx))
@@ -237,7 +242,9 @@ func (l *layoutLoad) entry(ctx context.Context, i int, d ocispec.Descriptor) (im
 		undo()
 		return imagestore.LoadedImage{}, err
 	}
-	return l.s.nameLoaded(img, names)
+	li, err := l.s.nameLoaded(img, names)
+	li.Unpack = unpack
+	return li, err
 }
 
 // attestations are the blobs of idx's attestation manifests that the

@@ -187,12 +187,22 @@ func (s *Service) ImageLoad(ctx context.Context, archive io.Reader, req LoadRequ
 				progress(jsonstream.Message{Stream: fmt.Sprintf("The image %s already exists, renaming the old one with ID %s to empty string\n", fam, old)})
 			}
 			progress(jsonstream.Message{Stream: "Loaded image: " + fam + "\n"})
+			unpackError(progress, fam, li.Unpack)
 		}
 		if len(li.Names) == 0 {
 			progress(jsonstream.Message{Stream: "Loaded image ID: " + li.ID + "\n"})
+			unpackError(progress, li.ID, li.Unpack)
 		}
 	}
 	return err
+}
+
+// unpackError tells, as Docker does after its "Loaded image" line, that
+// a loaded image's platforms did not unpack.
+func unpackError(progress func(jsonstream.Message), name string, err error) {
+	if err != nil {
+		progress(jsonstream.Message{Stream: fmt.Sprintf("Error unpacking image %s: %v\n", name, err)})
+	}
 }
 
 func familiar(name string) string {

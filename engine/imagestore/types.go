@@ -119,6 +119,11 @@ type LoadedImage struct {
 	// Replaced maps each name that belonged to another image before the
 	// load to that image's ID.
 	Replaced map[string]string
+	// Unpack, for a multi-platform image, is why platforms whose content
+	// the archive holds intact could not be stored (a layer that does
+	// not unpack): the image is loaded without them, as Docker loads an
+	// image it fails to unpack.
+	Unpack error
 }
 
 // CommitImage describes the image a commit makes.
