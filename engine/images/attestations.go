@@ -56,10 +56,16 @@ func (s *Service) ImageAttestations(ctx context.Context, ref string, req Attesta
 	if img.Descriptor == nil || img.Descriptor.MediaType != ocispec.MediaTypeImageIndex {
 		return nil, nil
 	}
-	blob := func(d digest.Digest) ([]byte, error) { return store.IndexBlob(ctx, img.ID, d) }
+	blob := func(d digest.Digest) ([]byte, error) {
+		b, err := store.IndexBlob(ctx, img.ID, d)
+		if err != nil {
+			return nil, keepNotFound(fmt.Errorf("reading blob %s: %w", d, err))
+		}
+		return b, nil
+	}
 	b, err := blob(img.Descriptor.Digest)
 	if err != nil {
-		return nil, fmt.Errorf("reading blob %s: %w", img.Descriptor.Digest, err)
+		return nil, err
 	}
 	var idx ocispec.Index
 	if err := json.Unmarshal(b, &idx); err != nil {
@@ -80,7 +86,7 @@ func (s *Service) ImageAttestations(ctx context.Context, ref string, req Attesta
 	}
 	mb, err := blob(att.Digest)
 	if err != nil {
-		return nil, fmt.Errorf("reading blob %s: %w", att.Digest, err)
+		return nil, err
 	}
 	var man ocispec.Manifest
 	if err := json.Unmarshal(mb, &man); err != nil {
@@ -94,9 +100,9 @@ func (s *Service) ImageAttestations(ctx context.Context, ref string, req Attesta
 		}
 		st := image.AttestationStatement{Descriptor: layer, PredicateType: pt}
 		if req.Statement {
-			data, err := blob(layer.Digest)
+			data, err := store.IndexBlob(ctx, img.ID, layer.Digest)
 			if errors.Is(err, errdefs.ErrNotFound) {
-				return nil, fmt.Errorf("attestation statement %s is not available locally: %w", layer.Digest, err)
+				return nil, keepNotFound(fmt.Errorf("attestation statement %s is not available locally: %w", layer.Digest, err))
 			}
 			if err != nil {
 				return nil, fmt.Errorf("failed to read attestation statement %s: %w", layer.Digest, err)
@@ -146,6 +152,15 @@ func attestationOf(idx ocispec.Index, d digest.Digest) *ocispec.Descriptor {
 		}
 	}
 	return nil
+}
+
+// keepNotFound is err, when it is errdefs.ErrNotFound, classed so that
+// its message keeps the "not found" ending Docker's has.
+func keepNotFound(err error) error {
+	if !errors.Is(err, errdefs.ErrNotFound) {
+		return err
+	}
+	return notFoundVerbatim{errors.New(err.Error())}
 }
 
 // notFoundVerbatim is classed errdefs.ErrNotFound by its NotFound method
