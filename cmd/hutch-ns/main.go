@@ -6,8 +6,8 @@
 //
 // With live restore it is the keeper instead: started by `hutch daemon` in
 // a session of its own, it is rootlesskit's parent and, run again as its
-// namespace child, the process that holds the namespaces between engines
-// (package rootless/keeper).
+// namespace child, sets the namespaces up and execs hutch-keeper, the
+// small program that holds them between engines (package rootless/keeper).
 //
 // It is a binary of its own so that the processes that wait for the
 // daemon's whole life map a few megabytes, not the engine's dozens: it
@@ -15,13 +15,14 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime"
-	"runtime/debug"
+	"strings"
+	"syscall"
 
-	"github.com/hutch-engine/hutch/internal/logging"
 	"github.com/hutch-engine/hutch/rootless"
 	"github.com/hutch-engine/hutch/rootless/child"
 	"github.com/hutch-engine/hutch/rootless/keeper"
@@ -41,22 +42,58 @@ func main() {
 }
 
 // keep is the keeper's namespace child: it finishes the namespaces as the
-// engine does without live restore (rootless/child), then hands them to
-// the engines until none runs and no container is left.
+// engine does without live restore (rootless/child), then execs
+// hutch-keeper, which holds them for the engines until none runs and no
+// container is left (rootless/keeper). A Go process that only waits would
+// map several megabytes for the daemon's whole life; hutch-keeper maps a
+// few hundred kilobytes.
 func keep(stateDir, level string) int {
-	log := logging.New(level)
-	if err := child.Setup(); err != nil {
-		fmt.Fprintf(os.Stderr, "hutch-ns: namespace child: %v\n", err)
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(os.Stderr, "hutch-ns: namespace child: "+format+"\n", a...)
 		return 1
 	}
-	// It waits for the daemon's whole life, beside its parent: what the
-	// set-up allocated goes back, and one P keeps its threads few.
-	runtime.GOMAXPROCS(1)
-	debug.FreeOSMemory()
-	err := keeper.Serve(context.Background(), keeper.Options{StateDir: stateDir, Env: rootless.InsideEnv(), Logger: log})
+	bin, err := keeperBinary()
 	if err != nil {
-		log.Error("keeper", "err", err)
-		return 1
+		return fail("%v", err)
 	}
-	return 0
+	ns, err := child.Prepare()
+	if err != nil {
+		return fail("%v", err)
+	}
+	if ns == nil {
+		return fail("not started by rootlesskit's parent")
+	}
+	args, err := keeper.Command(bin, keeper.Options{
+		StateDir: stateDir,
+		Reply:    keeper.Reply{V: keeper.Version, PID: os.Getpid(), Env: rootless.InsideEnv()},
+		Parent:   os.Getppid(),
+		NetNS:    ns.NetNS,
+		Port:     ns.Port,
+		Debug:    strings.EqualFold(level, "debug"),
+	})
+	if err != nil {
+		return fail("%v", err)
+	}
+	// The main thread (locked in init) is still in the host's network
+	// namespace; hutch-keeper enters the detached one itself.
+	err = syscall.Exec(bin, args, os.Environ())
+	return fail("exec %s: %v", bin, err)
+}
+
+// keeperBinary finds hutch-keeper: $HUTCH_KEEPER, beside this binary, or
+// on PATH.
+func keeperBinary() (string, error) {
+	if p := os.Getenv("HUTCH_KEEPER"); p != "" {
+		return p, nil
+	}
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), keeper.BinaryName)
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	if p, err := exec.LookPath(keeper.BinaryName); err == nil {
+		return p, nil
+	}
+	return "", fmt.Errorf("%s not found: install it beside hutch-ns (make build puts it in bin/)", keeper.BinaryName)
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make install` and `make uninstall` for real, into a staging DESTDIR:
-# install puts exactly hutch's seven binaries in $DESTDIR$PREFIX/bin; the
+# install puts exactly hutch's eight binaries in $DESTDIR$PREFIX/bin; the
 # installed hutch, started as the test user with none of the HUTCH_*
 # variables that point tests at their binaries, finds its helpers beside
 # itself and runs a container; uninstall leaves no file behind.
@@ -26,7 +26,7 @@ fail() { echo "install: $*" >&2; exit 1; }
 make install DESTDIR="$stage/dest" PREFIX=/usr/local >/dev/null
 bin="$stage/dest/usr/local/bin"
 got=$(cd "$stage/dest" && find . -not -type d | sort | tr '\n' ' ')
-want="./usr/local/bin/hutch ./usr/local/bin/hutch-buildkit ./usr/local/bin/hutch-init ./usr/local/bin/hutch-ns ./usr/local/bin/hutch-runtime ./usr/local/bin/hutch-shim ./usr/local/bin/hutch-swarm "
+want="./usr/local/bin/hutch ./usr/local/bin/hutch-buildkit ./usr/local/bin/hutch-init ./usr/local/bin/hutch-keeper ./usr/local/bin/hutch-ns ./usr/local/bin/hutch-runtime ./usr/local/bin/hutch-shim ./usr/local/bin/hutch-swarm "
 [ "$got" = "$want" ] || fail "make install put [$got], want [$want]"
 for b in "$bin"/*; do [ -x "$b" ] || fail "$b is not executable"; done
 

@@ -28,14 +28,45 @@ const (
 // Setup finishes the namespaces when this process is the namespace child
 // and returns; in every other role it returns at once. The first run of a
 // child under the full id mapping does not return: after the parent has
-// written the maps it re-executes itself to gain its capabilities.
+// written the maps it re-executes itself to gain its capabilities. With a
+// detached network namespace, the builtin port driver's child side then
+// runs in a goroutine for the life of the process.
 func Setup() error {
+	ns, err := Prepare()
+	if err != nil || ns == nil || ns.NetNS == "" {
+		return err
+	}
+	// The port driver's child side lives as long as the process: the
+	// parent removes its socket with the state dir.
+	pd := builtin.NewChildDriver(debugWriter{"port"})
+	go func() {
+		if err := pd.RunChildDriver(ns.Port, nil, ns.NetNS); err != nil {
+			slog.Error("port driver stopped: published ports no longer work", "err", err)
+		}
+	}()
+	return nil
+}
+
+// Namespaces is what Prepare leaves for the port driver's child side.
+type Namespaces struct {
+	// NetNS is the detached network namespace's bind mount, "" when the
+	// parent serves none.
+	NetNS string
+	// Port is the builtin port driver's word to its child side
+	// (PortDriverOpaque).
+	Port map[string]string
+}
+
+// Prepare is Setup without the port driver's child side, for a process
+// that serves it otherwise (the live-restore keeper execs hutch-keeper,
+// which does). It returns nil in any role but the namespace child.
+func Prepare() (*Namespaces, error) {
 	if rootless.CurrentRole() != rootless.Child {
-		return nil
+		return nil, nil
 	}
 	var rfd, wfd int
 	if _, err := fmt.Sscanf(os.Getenv(rootless.EnvPipeFD), "%d,%d", &rfd, &wfd); err != nil {
-		return fmt.Errorf("%s: %w", rootless.EnvPipeFD, err)
+		return nil, fmt.Errorf("%s: %w", rootless.EnvPipeFD, err)
 	}
 	fromParent, toParent := os.NewFile(uintptr(rfd), "parent-to-child"), os.NewFile(uintptr(wfd), "child-to-parent")
 	if os.Getenv(envParentPID) == "" {
@@ -43,34 +74,34 @@ func Setup() error {
 	}
 	caps, err := hasCaps()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if !caps {
-		return gainCaps(fromParent, toParent)
+		return nil, gainCaps(fromParent, toParent)
 	}
 	if err := dieWithParent(); err != nil {
-		return err
+		return nil, err
 	}
 	stateDir := rootless.StateDir()
 	netns := ""
 	if rootless.Network() {
 		netns = filepath.Join(stateDir, "netns")
 		if err := newDetachedNetNS(netns); err != nil {
-			return fmt.Errorf("detached network namespace %s: %w", netns, err)
+			return nil, fmt.Errorf("detached network namespace %s: %w", netns, err)
 		}
 	}
 	done := &messages.Message{U: messages.U{ChildInitUserNSCompleted: &messages.ChildInitUserNSCompleted{}}}
 	if err := messages.Send(toParent, done); err != nil {
-		return err
+		return nil, err
 	}
 	msg, err := messages.WaitFor(fromParent, messages.Name(messages.ParentInitNetworkDriverCompleted{}))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	netMsg := msg.U.ParentInitNetworkDriverCompleted
 	msg, err = messages.WaitFor(fromParent, messages.Name(messages.ParentInitPortDriverCompleted{}))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	portMsg := msg.U.ParentInitPortDriverCompleted
 	fromParent.Close()
@@ -81,26 +112,18 @@ func Setup() error {
 
 	// The host's / is private on many machines; rslave is refused there.
 	if err := unix.Mount("none", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return fmt.Errorf("making / private: %w", err)
+		return nil, fmt.Errorf("making / private: %w", err)
 	}
 	if _, err := tmpfssymlink.NewChildDriver().CopyUp([]string{"/etc", "/run"}); err != nil {
-		return fmt.Errorf("copy-up: %w", err)
+		return nil, fmt.Errorf("copy-up: %w", err)
 	}
 	if netns == "" {
-		return nil
+		return &Namespaces{}, nil
 	}
 	if err := configureNetwork(netns, netMsg); err != nil {
-		return fmt.Errorf("network in %s: %w", netns, err)
+		return nil, fmt.Errorf("network in %s: %w", netns, err)
 	}
-	// The port driver's child side lives as long as the process: the
-	// parent removes its socket with the state dir.
-	pd := builtin.NewChildDriver(debugWriter{"port"})
-	go func() {
-		if err := pd.RunChildDriver(portMsg.PortDriverOpaque, nil, netns); err != nil {
-			slog.Error("port driver stopped: published ports no longer work", "err", err)
-		}
-	}()
-	return nil
+	return &Namespaces{NetNS: netns, Port: portMsg.PortDriverOpaque}, nil
 }
 
 // gainCaps answers the parent's hello, waits until it has written the id

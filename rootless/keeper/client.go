@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // Dial connects to the keeper of the daemon whose state dir is stateDir.
@@ -81,4 +82,8 @@ func (l *Lease) Close() {
 	l.UserNS.Close()
 	l.MountNS.Close()
 	l.Conn.Close()
+}
+
+func isConnReset(err error) bool {
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }

@@ -1,10 +1,11 @@
 // Package keeper keeps a rootless daemon's namespaces alive between engine
 // processes (live restore). The keeper is hutch-ns's namespace child: after
-// rootless/child's set-up it holds the user and mount namespaces (where
-// the detached network namespace is bind-mounted) and runs the port
-// driver's child side, under hutch-ns's parent (slirp4netns, the port
-// driver's parent side). It outlives each engine and exits once no engine
-// and no container needs it.
+// rootless/child's set-up, hutch-ns execs hutch-keeper (Command; a small
+// static C program, package rootless/keeper/ckeeper), which holds the user
+// and mount namespaces (where the detached network namespace is
+// bind-mounted) and runs the port driver's child side, under hutch-ns's
+// parent (slirp4netns, the port driver's parent side). It outlives each
+// engine and exits once no engine and no container needs it.
 //
 // An engine does not start inside the keeper: `hutch daemon` on the host
 // asks the keeper for its namespaces (descriptors of its user and mount

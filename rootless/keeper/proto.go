@@ -39,20 +39,6 @@ type Reply struct {
 // ErrVersion is a keeper's answer to a request of another version.
 var ErrVersion = errors.New("keeper protocol version mismatch")
 
-// sendFiles writes one byte carrying files' descriptors.
-func sendFiles(c *net.UnixConn, files []*os.File) error {
-	fds := make([]int, len(files))
-	for i, f := range files {
-		fds[i] = int(f.Fd())
-	}
-	var oob []byte
-	if len(fds) > 0 {
-		oob = unix.UnixRights(fds...)
-	}
-	_, _, err := c.WriteMsgUnix([]byte{0}, oob, nil)
-	return err
-}
-
 // recvFiles reads the byte sendFiles wrote and returns its descriptors
 // (at most max).
 func recvFiles(c *net.UnixConn, max int) ([]*os.File, error) {
