@@ -300,7 +300,7 @@ func TestLiveRestoreNetworksAndUpgrade(t *testing.T) {
 	}
 	reachable("after a graceful stop")
 	newBuild := t.TempDir()
-	for _, b := range []string{"hutch", "hutch-ns", "hutch-shim", "hutch-runtime", "hutch-init"} {
+	for _, b := range []string{"hutch", "hutch-ns", "hutch-keeper", "hutch-shim", "hutch-runtime", "hutch-init"} {
 		src, err := os.ReadFile(filepath.Join(filepath.Dir(hutchBin(t)), b))
 		if err != nil {
 			t.Fatal(err)
@@ -384,8 +384,9 @@ func TestLiveRestoreOffInDaemonJSON(t *testing.T) {
 // The live-restore tree: the daemon's process is the engine, in the
 // keeper's user and mount namespaces and the host's network namespace;
 // the keeper is hutch-ns with slirp4netns and its namespace child
-// (hutch-ns again); only the engine holds the instance lock. With no
-// container left, a stop leaves no process behind.
+// (hutch-ns again, which execs hutch-keeper once the namespaces are set
+// up); only the engine holds the instance lock. With no container left,
+// a stop leaves no process behind.
 func TestLiveRestoreProcessTree(t *testing.T) {
 	d, ref := pulled(t, "--live-restore")
 	dockerOK(t, d, "run", "-d", "--name", "sleeper", ref, "sleep", "600")
@@ -398,8 +399,8 @@ func TestLiveRestoreProcessTree(t *testing.T) {
 		t.Errorf("the keeper runs %q, want hutch-ns keeper", args)
 	}
 	inner := keeperChild(t, keeper)
-	if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", inner)); filepath.Base(exe) != "hutch-ns" {
-		t.Errorf("the keeper's namespace child runs %s, want hutch-ns", exe)
+	if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", inner)); filepath.Base(exe) != "hutch-keeper" {
+		t.Errorf("the keeper's namespace child runs %s, want hutch-keeper", exe)
 	}
 	var kids []string
 	for _, c := range children(t, keeper) {
@@ -408,8 +409,8 @@ func TestLiveRestoreProcessTree(t *testing.T) {
 		}
 	}
 	slices.Sort(kids)
-	if !slices.Equal(kids, []string{"hutch-ns", "slirp4netns"}) {
-		t.Errorf("the keeper's children: %v, want hutch-ns and slirp4netns", kids)
+	if !slices.Equal(kids, []string{"hutch-keeper", "slirp4netns"}) {
+		t.Errorf("the keeper's children: %v, want hutch-keeper and slirp4netns", kids)
 	}
 	for _, kind := range []string{"user", "mnt"} {
 		if got, want := nsOf(engine, kind), nsOf(inner, kind); got == "" || got != want {

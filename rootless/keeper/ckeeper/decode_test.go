@@ -89,7 +89,7 @@ func TestParsePortRequest(t *testing.T) {
 // first value, whatever follows.
 func TestParseKeeperRequest(t *testing.T) {
 	for in, want := range map[string]KeeperRequest{
-		`{"v":1,"op":"enter"}` + "\n":  {1, "enter"},
+		`{"v":1,"op":"enter"}` + "\n":   {1, "enter"},
 		`{"V":2,"OP":"x","more":[]}`:    {2, "x"},
 		`{"op":"enter"}{"v":9}`:         {0, "enter"},
 		`  {"v":-1}`:                    {-1, ""},

@@ -213,7 +213,6 @@ static int occupied(void)
 		if (pp == parent || pp == self)
 			continue;
 		found = 1;
-		dbg("pid %d (parent %d) lives in the namespaces", (int)pid, (int)pp);
 		break;
 	}
 	closedir(d);
@@ -652,6 +651,13 @@ static int listen_unix(const char *path, mode_t mask)
 	return fd;
 }
 
+/* waiting reports whether a client waits on listener l. */
+static int waiting(int l)
+{
+	struct pollfd p = {.fd = l, .events = POLLIN};
+	return poll(&p, 1, 0) == 1;
+}
+
 static void on_child(int sig)
 {
 	(void)sig;
@@ -805,7 +811,8 @@ int main(int argc, char **argv)
 				close(lease);
 				lease = -1;
 				dbg("lease returned");
-				if (!occupied()) {
+				/* A daemon that waits for it gets it now. */
+				if (!waiting(keeper_l) && !occupied()) {
 					dbg("the engine ended and no container runs: exiting");
 					break;
 				}
