@@ -20,8 +20,10 @@ endif
 BINDIR   ?= $(PREFIX)/bin
 BINARIES := hutch hutch-runtime hutch-shim hutch-ns hutch-keeper hutch-init hutch-buildkit hutch-swarm
 # hutch-keeper holds a live-restore daemon's namespaces for its whole life:
-# C, linked statically, so that it maps a few hundred kilobytes.
+# C, linked statically, with musl where musl-gcc is installed (Debian's
+# musl-tools: some 80 KB, all of it resident), else with glibc (800 KB).
 KEEPER_SRC := rootless/keeper/ckeeper/keeper.c rootless/keeper/ckeeper/msg.c
+KEEPER_CC  ?= $(shell command -v musl-gcc 2>/dev/null || echo $(CC))
 
 .PHONY: all build libseccomp install uninstall test unit integration compat lint run demo bench clean
 
@@ -32,7 +34,7 @@ build: libseccomp
 	$(GO) build $(RUNTIME_FLAGS) -o bin/hutch-runtime ./cmd/hutch-runtime
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o bin/hutch-shim ./cmd/hutch-shim
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o bin/hutch-ns ./cmd/hutch-ns
-	$(CC) -static -s -Os -Wall -Wextra -DHUTCH_KEEPER_MAIN -o bin/hutch-keeper $(KEEPER_SRC)
+	$(KEEPER_CC) -static -s -Os -Wall -Wextra -DHUTCH_KEEPER_MAIN -o bin/hutch-keeper $(KEEPER_SRC)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o bin/hutch-init ./cmd/hutch-init
 	$(GO) build $(GOFLAGS_BUILD) -o bin/hutch-buildkit ./cmd/hutch-buildkit
 	$(GO) build $(GOFLAGS_BUILD) -o bin/hutch-swarm ./cmd/hutch-swarm

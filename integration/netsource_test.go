@@ -84,6 +84,17 @@ func unmapPeer(s string) string {
 // network. Loopback clients take the ordinary path: the server sees the
 // network's gateway. docker port is unchanged.
 func TestNetworkPublishKeepsSourceAddress(t *testing.T) {
+	publishKeepsSourceAddress(t)
+}
+
+// Likewise with live restore, where hutch-keeper, not rootlesskit's Go
+// child, dials the containers from the client's address and sets the
+// routing up in the detached namespace.
+func TestLiveRestorePublishKeepsSourceAddress(t *testing.T) {
+	publishKeepsSourceAddress(t, "--live-restore")
+}
+
+func publishKeepsSourceAddress(t *testing.T, args ...string) {
 	localAddress(t, sourceTestAddr)
 	// Started from a PATH without the sbin directories, as from a Debian
 	// user's shell: the daemon adds them, and nft is found.
@@ -94,7 +105,7 @@ func TestNetworkPublishKeepsSourceAddress(t *testing.T) {
 			env[i] = "PATH=/usr/local/bin:/usr/bin:/bin"
 		}
 	}
-	d := startDaemonEnv(t, env, filepath.Join(rt, "hutch.sock"))
+	d := startDaemonEnv(t, env, filepath.Join(rt, "hutch.sock"), args...)
 	d.Runtime, d.Data = rt, data
 	dockerOK(t, d, "pull", "-q", ref)
 	dockerOK(t, d, "network", "create", "srcnet")

@@ -215,7 +215,17 @@ func TestNetworkDefaultBridge(t *testing.T) {
 // Published ports: a host IP and port, udp, -P and port 0 (random host
 // ports), shown by docker port, inspect and ps; all gone after rm -f.
 func TestNetworkPublish(t *testing.T) {
-	d, ref := pulled(t)
+	publish(t)
+}
+
+// Likewise with live restore, where hutch-keeper serves the port
+// driver's child side.
+func TestLiveRestorePublish(t *testing.T) {
+	publish(t, "--live-restore")
+}
+
+func publish(t *testing.T, args ...string) {
+	d, ref := pulled(t, args...)
 	port, uport := freeLoopbackPort(t), freeLoopbackPort(t)
 	dockerOK(t, d, append([]string{"run", "-d", "--name", "web", "-p", fmt.Sprintf("127.0.0.1:%d:80", port),
 		"-p", fmt.Sprintf("127.0.0.1:%d:5353/udp", uport)}, httpdArgs(ref, "published")...)...)

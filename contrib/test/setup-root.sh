@@ -8,7 +8,7 @@
 # test).
 set -euo pipefail
 TEST_USER=${HUTCH_TEST_USER:-hutchtest}
-PKGS=(libseccomp-dev pkg-config uidmap slirp4netns systemd fuse-overlayfs busybox-static docker-registry iproute2 runc curl util-linux apache2-utils tmux nftables iperf3 isal procps git openssh-client python3-docker docker-compose)
+PKGS=(libseccomp-dev pkg-config musl-tools uidmap slirp4netns systemd fuse-overlayfs busybox-static docker-registry iproute2 runc curl util-linux apache2-utils tmux nftables iperf3 isal procps git openssh-client python3-docker docker-compose)
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -27,7 +27,7 @@ var (
 	buildErr  error
 )
 
-// binary builds hutch-keeper as the Makefile does.
+// binary builds hutch-keeper as the Makefile does (unstripped).
 func binary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -37,13 +37,17 @@ func binary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(dir, "hutch-keeper")
-		cc := os.Getenv("CC")
+		// The compiler the Makefile picks: musl's where it is installed.
+		cc := os.Getenv("KEEPER_CC")
 		if cc == "" {
 			cc = "cc"
+			if p, err := exec.LookPath("musl-gcc"); err == nil {
+				cc = p
+			}
 		}
 		out, err := exec.Command(cc, "-static", "-Os", "-Wall", "-Wextra", "-Werror", "-DHUTCH_KEEPER_MAIN", "-o", binPath, "keeper.c", "msg.c").CombinedOutput()
 		if err != nil {
-			buildErr = fmt.Errorf("%s -static (libc's static library: Debian's libc6-dev): %v\n%s", cc, err, out)
+			buildErr = fmt.Errorf("%s -static (a static libc: Debian's musl-tools or libc6-dev): %v\n%s", cc, err, out)
 		}
 	})
 	if buildErr != nil {
