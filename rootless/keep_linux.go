@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 
 	"github.com/hutch-engine/hutch/internal/logging"
+	"github.com/hutch-engine/hutch/rootless/keeper"
 	"golang.org/x/sys/unix"
 )
 
@@ -50,6 +52,15 @@ func keepMain(h Handover) int {
 		fmt.Fprintf(os.Stderr, "hutch-ns: keeper lock: %v\n", err)
 		return 1
 	}
+	// The namespace child execs hutch-keeper once the namespaces are set
+	// up: a missing one fails here, before rootlesskit's parent waits
+	// on a child that is gone.
+	bin, err := keeperBinary()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "hutch-ns: %v\n", err)
+		return 1
+	}
+	os.Setenv(envKeeperBin, bin)
 	pidFile := filepath.Join(h.Keeper, KeeperPidFile)
 	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600); err != nil {
 		fmt.Fprintf(os.Stderr, "hutch-ns: keeper pid file: %v\n", err)
@@ -65,4 +76,22 @@ func keepMain(h Handover) int {
 	}
 	h.Parent.Logger = logging.New(h.LogLevel)
 	return exitCode(RunParent(context.Background(), h.Parent))
+}
+
+// keeperBinary finds hutch-keeper: $HUTCH_KEEPER, beside this binary, or
+// on PATH.
+func keeperBinary() (string, error) {
+	if p := os.Getenv("HUTCH_KEEPER"); p != "" {
+		return p, nil
+	}
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), keeper.BinaryName)
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	if p, err := exec.LookPath(keeper.BinaryName); err == nil {
+		return p, nil
+	}
+	return "", fmt.Errorf("%s not found: install it beside hutch-ns (make build puts it in bin/)", keeper.BinaryName)
 }

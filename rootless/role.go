@@ -33,6 +33,9 @@ const (
 	// rootless/keeper), and envKeeperLog its log level.
 	envKeeper    = "_HUTCH_KEEPER"
 	envKeeperLog = "_HUTCH_KEEPER_LOG"
+	// envKeeperBin is the hutch-keeper the namespace child execs, found
+	// by the keeper's parent.
+	envKeeperBin = "_HUTCH_KEEPER_BIN"
 )
 
 // Role is the part a process plays in the tree.
@@ -59,11 +62,12 @@ func CurrentRole() Role {
 	return Host
 }
 
-// KeeperChild returns the state dir and log level when this process is
-// the namespace child of a live-restore daemon's keeper (hutch-ns).
-func KeeperChild() (stateDir, logLevel string, ok bool) {
+// KeeperChild returns the state dir, the log level and the hutch-keeper
+// binary to exec when this process is the namespace child of a
+// live-restore daemon's keeper (hutch-ns).
+func KeeperChild() (stateDir, logLevel, bin string, ok bool) {
 	v := os.Getenv(envKeeper)
-	return v, os.Getenv(envKeeperLog), v != "" && CurrentRole() == Child
+	return v, os.Getenv(envKeeperLog), os.Getenv(envKeeperBin), v != "" && CurrentRole() == Child
 }
 
 // InsideEnv is the environment (KEY=value) that tells a process started

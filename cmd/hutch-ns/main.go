@@ -17,8 +17,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
@@ -35,8 +33,8 @@ func init() {
 }
 
 func main() {
-	if dir, level, ok := rootless.KeeperChild(); ok {
-		os.Exit(keep(dir, level))
+	if dir, level, bin, ok := rootless.KeeperChild(); ok {
+		os.Exit(keep(dir, level, bin))
 	}
 	os.Exit(rootless.Main())
 }
@@ -47,14 +45,13 @@ func main() {
 // container is left (rootless/keeper). A Go process that only waits would
 // map several megabytes for the daemon's whole life; hutch-keeper maps a
 // few hundred kilobytes.
-func keep(stateDir, level string) int {
+func keep(stateDir, level, bin string) int {
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(os.Stderr, "hutch-ns: namespace child: "+format+"\n", a...)
 		return 1
 	}
-	bin, err := keeperBinary()
-	if err != nil {
-		return fail("%v", err)
+	if bin == "" {
+		return fail("no hutch-keeper named by the keeper's parent")
 	}
 	ns, err := child.Prepare()
 	if err != nil {
@@ -78,22 +75,4 @@ func keep(stateDir, level string) int {
 	// namespace; hutch-keeper enters the detached one itself.
 	err = syscall.Exec(bin, args, os.Environ())
 	return fail("exec %s: %v", bin, err)
-}
-
-// keeperBinary finds hutch-keeper: $HUTCH_KEEPER, beside this binary, or
-// on PATH.
-func keeperBinary() (string, error) {
-	if p := os.Getenv("HUTCH_KEEPER"); p != "" {
-		return p, nil
-	}
-	if exe, err := os.Executable(); err == nil {
-		p := filepath.Join(filepath.Dir(exe), keeper.BinaryName)
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-	}
-	if p, err := exec.LookPath(keeper.BinaryName); err == nil {
-		return p, nil
-	}
-	return "", fmt.Errorf("%s not found: install it beside hutch-ns (make build puts it in bin/)", keeper.BinaryName)
 }

@@ -568,7 +568,7 @@ static void refuse(int c, const char *msg)
  * got a lease (then c is the lease). */
 static int keeper_conn(int c, const char *reply)
 {
-	char buf[4096], msg[1024], q[64];
+	char buf[4096], msg[1024], q[256];
 	size_t n = 0;
 	struct hk_keeper_req r;
 	const char *err = NULL;
