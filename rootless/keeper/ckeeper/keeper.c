@@ -572,7 +572,7 @@ static int keeper_conn(int c, const char *reply)
 	size_t n = 0;
 	struct hk_keeper_req r;
 	const char *err = NULL;
-	int fds[2];
+	int fds[2], sent;
 
 	read_timeout(c);
 	while (n < sizeof buf && memchr(buf, '\n', n) == NULL) {
@@ -613,10 +613,10 @@ static int keeper_conn(int c, const char *reply)
 		refuse(c, msg);
 		return 0;
 	}
-	n = (size_t)(send_fds(c, "", 1, fds, 2) == 0 && write_all(c, reply, strlen(reply)) == 0 && write_all(c, "\n", 1) == 0);
+	sent = send_fds(c, "", 1, fds, 2) == 0 && write_all(c, reply, strlen(reply)) == 0 && write_all(c, "\n", 1) == 0;
 	close(fds[0]);
 	close(fds[1]);
-	if (!n)
+	if (!sent)
 		return 0;
 	/* The engine holds the lease for its life and sends nothing: no
 	 * timeout on it. */

@@ -148,7 +148,6 @@ static int str(struct scan *s, char *dst, size_t cap, int *trunc)
 /* num reads a number; with out, it must be an integer that fits a long. */
 static int num(struct scan *s, long *out)
 {
-	const char *start = s->p;
 	int isint = 1, neg = 0;
 	unsigned long v = 0;
 	int over = 0;
@@ -189,7 +188,6 @@ static int num(struct scan *s, long *out)
 	}
 	if (out == NULL)
 		return 0;
-	(void)start;
 	if (!isint)
 		return fail(s, "want an integer");
 	if (over || (!neg && v > (unsigned long)LONG_MAX) || (neg && v > (unsigned long)LONG_MAX + 1))

@@ -12,8 +12,8 @@
 /* The largest message either decoder reads (rootlesskit's bound). */
 #define HK_MAX_MSG 65536
 
-/* A keeper request: {"v":1,"op":"enter"}. has_v is 0 when v is absent (Go
- * decodes that as 0). */
+/* A keeper request: {"v":1,"op":"enter"}. An absent v is 0, as Go
+ * decodes it. */
 struct hk_keeper_req {
 	long v;
 	char op[32];
