@@ -70,7 +70,7 @@ func benchMemory(ctx context.Context, e *env, res *Results) error {
 	}
 	defer e.stopDaemon()
 	m := &res.Memory
-	m.Comment = "tree: the engine (the daemon's own process, live restore being the default), the keeper it started (hutch-ns keeper, rootlesskit's parent, and its namespace child), slirp4netns and the hutch-runtime a warm shim keeps ready; shims apart; containers' own processes not counted"
+	m.Comment = "tree: the engine (the daemon's own process, live restore being the default), the keeper it started (hutch-ns keeper, rootlesskit's parent, and its namespace child, hutch-keeper), slirp4netns and the hutch-runtime a warm shim keeps ready; shims apart; containers' own processes not counted"
 	if err := sleep(ctx, settle); err != nil {
 		return err
 	}
@@ -136,7 +136,7 @@ func startSleeper(ctx context.Context, api *client.Client, ref string) (string, 
 //
 // With live restore the daemon's namespaces belong to a keeper that an
 // earlier daemon may have started: the keeper's tree (hutch-ns keeper,
-// its namespace child, slirp4netns) counts as the daemon's wherever it
+// its namespace child hutch-keeper, slirp4netns) counts as the daemon's wherever it
 // hangs.
 func readTree(root int) (MemSample, error) {
 	children, err := childMap()
