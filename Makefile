@@ -22,7 +22,7 @@ BINARIES := hutch hutch-runtime hutch-shim hutch-ns hutch-keeper hutch-init hutc
 # hutch-keeper holds a live-restore daemon's namespaces for its whole life:
 # C, linked statically, with musl where musl-gcc is installed (Debian's
 # musl-tools: some 80 KB, all of it resident), else with glibc (800 KB).
-KEEPER_SRC := rootless/keeper/ckeeper/keeper.c rootless/keeper/ckeeper/msg.c
+KEEPER_SRC := $(addprefix rootless/keeper/ckeeper/,keeper.c port.c util.c msg.c)
 KEEPER_CC  ?= $(shell command -v musl-gcc 2>/dev/null || echo $(CC))
 
 .PHONY: all build libseccomp install uninstall test unit integration compat lint run demo bench clean

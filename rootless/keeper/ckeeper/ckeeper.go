@@ -1,9 +1,10 @@
 // Package ckeeper is hutch-keeper's source, C linked statically by the
-// Makefile (keeper.c, built with HUTCH_KEEPER_MAIN; msg.c), and the Go
-// that tests it: its decoders, reached through cgo, are compared with
-// Go's encoding/json and fuzzed, and the program itself is run against
-// the keeper protocol's client (package rootless/keeper) and rootlesskit's
-// port driver. Only tests import this package.
+// Makefile (keeper.c, port.c and util.c, built with HUTCH_KEEPER_MAIN;
+// msg.c), and the Go that tests it: its decoders, reached through cgo,
+// are compared with Go's encoding/json and fuzzed, and the program
+// itself is run against the keeper protocol's client (package
+// rootless/keeper) and rootlesskit's port driver. Only tests import this
+// package.
 //
 // hutch-keeper is the live-restore keeper's namespace child once hutch-ns
 // has set the namespaces up: a Go process that only waits maps several

@@ -45,7 +45,7 @@ func binary(t *testing.T) string {
 				cc = p
 			}
 		}
-		out, err := exec.Command(cc, "-static", "-Os", "-Wall", "-Wextra", "-Werror", "-DHUTCH_KEEPER_MAIN", "-o", binPath, "keeper.c", "msg.c").CombinedOutput()
+		out, err := exec.Command(cc, "-static", "-Os", "-Wall", "-Wextra", "-Werror", "-DHUTCH_KEEPER_MAIN", "-o", binPath, "keeper.c", "port.c", "util.c", "msg.c").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("%s -static (a static libc: Debian's musl-tools or libc6-dev): %v\n%s", cc, err, out)
 		}
