@@ -144,8 +144,11 @@ static void refuse(int c, const char *msg)
 }
 
 /* keeper_conn answers one client of keeper.sock and reports whether it
- * got a lease (then c is the lease). */
-static int keeper_conn(int c, const char *reply)
+ * got a lease (then c is the lease). line is the reply with its newline,
+ * written at once: a client has the whole JSON before the newline and may
+ * be gone by a second write, and its lease would then count as never
+ * given. */
+static int keeper_conn(int c, const char *line)
 {
 	char buf[4096], msg[1024], q[256];
 	size_t n = 0;
@@ -192,7 +195,7 @@ static int keeper_conn(int c, const char *reply)
 		refuse(c, msg);
 		return 0;
 	}
-	sent = hk_send_fds(c, "", 1, fds, 2) == 0 && hk_write_all(c, reply, strlen(reply)) == 0 && hk_write_all(c, "\n", 1) == 0;
+	sent = hk_send_fds(c, "", 1, fds, 2) == 0 && hk_write_all(c, line, strlen(line)) == 0;
 	close(fds[0]);
 	close(fds[1]);
 	if (!sent)
@@ -217,6 +220,19 @@ static void on_child(int sig)
 	(void)sig;
 }
 
+/* reply_line is reply and a newline. */
+static char *reply_line(const char *reply)
+{
+	size_t n = strlen(reply);
+	char *line = malloc(n + 2);
+	if (line != NULL) {
+		memcpy(line, reply, n);
+		line[n] = '\n';
+		line[n + 1] = '\0';
+	}
+	return line;
+}
+
 static void usage(void)
 {
 	fprintf(stderr, "usage: hutch-keeper -s keeper.sock -r reply-json -P parent-pid [-n netns -p port-socket -y ready-pipe [-t auto|nft|iptables]] [-i poll-ms] [-d]\n"
@@ -226,7 +242,7 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-	const char *sock = NULL, *reply = NULL, *netns = NULL, *port_sock = NULL, *ready = NULL, *backend_choice = NULL;
+	const char *sock = NULL, *reply = NULL, *line, *netns = NULL, *port_sock = NULL, *ready = NULL, *backend_choice = NULL;
 	long poll_ms = 250, want_parent = 0;
 	long long start;
 	int served = 0, opt;
@@ -252,6 +268,11 @@ int main(int argc, char **argv)
 		usage();
 	if (backend_choice != NULL && strcmp(backend_choice, "auto") && strcmp(backend_choice, "nft") && strcmp(backend_choice, "iptables"))
 		usage();
+	line = reply_line(reply);
+	if (line == NULL) {
+		hk_say("the reply: %s", strerror(errno));
+		return 1;
+	}
 
 	/* The namespaces go with hutch-ns (and slirp4netns with it). */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != (pid_t)want_parent) {
@@ -322,7 +343,7 @@ int main(int argc, char **argv)
 		if (ki >= 0 && pf[ki].revents) {
 			int c = accept4(keeper_l, NULL, NULL, SOCK_CLOEXEC);
 			if (c >= 0) {
-				if (keeper_conn(c, reply)) {
+				if (keeper_conn(c, line)) {
 					lease = c;
 					served = 1;
 				} else {
