@@ -16,14 +16,17 @@ import (
 // image store. hutch keeps layers uncompressed, so the manifest that
 // names an image is the one it can always write out again: the OCI
 // manifest of its config and its uncompressed layers, which docker save
-// writes and docker load keeps. An image keeps it in the manifestKey
-// item; an image stored before it had one gets it when it is first
-// looked at. A pulled image's ID is therefore not the registry's manifest
-// digest; that one is among its RepoDigests.
+// writes and docker load keeps. It depends on the config and the layers
+// alone, which never change for an image of the store, so it is made when
+// first needed and kept in memory (Store.manifests), never written. A
+// pulled image's ID is therefore not the registry's manifest digest; that
+// one is among its RepoDigests.
 
-// manifestKey names the image big-data item holding the manifest that
-// gives the image its ID.
-const manifestKey = "hutch-manifest"
+// imageManifest is an image's manifest: its digest and size.
+type imageManifest struct {
+	digest digest.Digest
+	size   int64
+}
 
 // ociManifest is the OCI manifest of an image whose config is config and
 // whose layers are the uncompressed diffs layers.
@@ -40,46 +43,57 @@ func ociManifest(config []byte, layers []ocispec.Descriptor) ([]byte, error) {
 	return json.Marshal(m)
 }
 
-// idOf returns img's ID ("sha256:…"), giving it its manifest first when it
-// has none. An image whose manifest cannot be made (its config or a
-// layer unreadable) keeps the store's ID, its config's digest.
+// idOf returns img's ID ("sha256:…"). An image whose manifest cannot be
+// made (its config or a layer unreadable) keeps the store's ID, its
+// config's digest.
 func (s *Store) idOf(img *cstorage.Image) string {
 	if isIndex(img) {
 		return "sha256:" + img.ID
 	}
-	if d := img.BigDataDigests[manifestKey]; d != "" {
-		return d.String()
-	}
-	d, err := s.stamp(img)
+	m, err := s.manifestOf(img)
 	if err != nil {
 		s.log.Warn("storage: image without a manifest keeps its config's digest as ID", "image", img.ID, "err", err)
 		return "sha256:" + img.ID
 	}
-	return d.String()
+	return m.digest.String()
 }
 
-// stamp writes img's manifest (manifestKey) and returns its digest.
-func (s *Store) stamp(img *cstorage.Image) (digest.Digest, error) {
+// manifestOf returns img's manifest, made the first time it is asked for.
+func (s *Store) manifestOf(img *cstorage.Image) (imageManifest, error) {
+	if v, ok := s.manifests.Load(img.ID); ok {
+		return v.(imageManifest), nil
+	}
+	b, err := s.makeManifest(img)
+	if err != nil {
+		return imageManifest{}, err
+	}
+	m := imageManifest{digest: digest.FromBytes(b), size: int64(len(b))}
+	s.manifests.Store(img.ID, m)
+	return m, nil
+}
+
+// makeManifest makes img's manifest from its config and layers.
+func (s *Store) makeManifest(img *cstorage.Image) ([]byte, error) {
 	config, err := s.configBlob(img)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	var cfg ocispec.Image
 	if err := json.Unmarshal(config, &cfg); err != nil {
-		return "", fmt.Errorf("parsing its config: %w", err)
+		return nil, fmt.Errorf("parsing its config: %w", err)
 	}
 	var chain []*cstorage.Layer
 	for id := img.TopLayer; id != ""; {
 		l, err := s.cs.Layer(id)
 		if err != nil {
-			return "", fmt.Errorf("reading layer %s: %w", id, err)
+			return nil, fmt.Errorf("reading layer %s: %w", id, err)
 		}
 		chain = append(chain, l)
 		id = l.Parent
 	}
 	slices.Reverse(chain)
 	if len(chain) != len(cfg.RootFS.DiffIDs) {
-		return "", fmt.Errorf("its config lists %d layers, the store holds %d", len(cfg.RootFS.DiffIDs), len(chain))
+		return nil, fmt.Errorf("its config lists %d layers, the store holds %d", len(cfg.RootFS.DiffIDs), len(chain))
 	}
 	layers := make([]ocispec.Descriptor, len(chain))
 	for i, l := range chain {
@@ -88,44 +102,27 @@ func (s *Store) stamp(img *cstorage.Image) (digest.Digest, error) {
 			// Learn both from the diff itself, as docker save does.
 			f, d, n, err := s.spoolDiff(l.ID)
 			if err != nil {
-				return "", err
+				return nil, err
 			}
 			os.Remove(f)
 			if d != cfg.RootFS.DiffIDs[i] {
-				return "", fmt.Errorf("layer %s is %s, its config says %s", l.ID, d, cfg.RootFS.DiffIDs[i])
+				return nil, fmt.Errorf("layer %s is %s, its config says %s", l.ID, d, cfg.RootFS.DiffIDs[i])
 			}
 			size = n
 		}
 		layers[i] = ocispec.Descriptor{MediaType: ocispec.MediaTypeImageLayer, Digest: cfg.RootFS.DiffIDs[i], Size: size}
 	}
-	b, err := ociManifest(config, layers)
-	if err != nil {
-		return "", err
-	}
-	if err := s.cs.SetImageBigData(img.ID, manifestKey, b, nil); err != nil {
-		return "", fmt.Errorf("storage: writing the manifest of image %s: %w", img.ID, classify(err))
-	}
-	d := digest.FromBytes(b)
-	if img.BigDataDigests == nil {
-		img.BigDataDigests = map[string]digest.Digest{}
-	}
-	img.BigDataDigests[manifestKey] = d
-	if img.BigDataSizes == nil {
-		img.BigDataSizes = map[string]int64{}
-	}
-	img.BigDataSizes[manifestKey] = int64(len(b))
-	return d, nil
+	return ociManifest(config, layers)
 }
 
 // descriptor is img's manifest's descriptor: Docker's image inspect
-// Descriptor.
+// Descriptor (nil when it cannot be made).
 func (s *Store) descriptor(img *cstorage.Image) *ocispec.Descriptor {
-	id := s.idOf(img)
-	size, ok := img.BigDataSizes[manifestKey]
-	if !ok {
+	m, err := s.manifestOf(img)
+	if err != nil {
 		return nil
 	}
-	return &ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.Digest(id), Size: size}
+	return &ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: m.digest, Size: m.size}
 }
 
 // storedID returns the ID of the image the store keeps under its config's

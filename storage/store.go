@@ -67,6 +67,7 @@ type Store struct {
 	layerLocks keyedLocks // one creation of a layer ID at a time (fetchstage.go)
 	mounts     rootfsMounts
 	ids        sync.Map // image ID hex → the store's image ID (byFullID)
+	manifests  sync.Map // the store's image ID → imageManifest (imageid.go)
 	initFailed sync.Map // image top layers whose init layer could not be made
 	stageOnce  sync.Once
 	stageOK    bool // layers can be streamed into staging directories (canStage)
