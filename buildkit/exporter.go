@@ -220,26 +220,9 @@ func tagNames(list string) []string {
 func (e *exporter) store(ctx context.Context, man *ocispec.Manifest, names []string, fetch func(context.Context) error) (string, error) {
 	// The engine finds an image by its config's digest too; its ID is
 	// its manifest's digest.
-	config := man.Config.Digest.String()
-	done := progress.OneOff(ctx, "writing image "+config)
-	have, err := e.eng.inspectImage(ctx, config)
-	if err != nil {
-		if err := fetch(ctx); err != nil {
-			return "", done(err)
-		}
-		if err := e.load(ctx, man, names); err != nil {
-			return "", done(err)
-		}
-		if have, err = e.eng.inspectImage(ctx, config); err != nil {
-			return "", done(err)
-		}
-		// The archive's RepoTags named it.
-		for _, n := range names {
-			have.tags[n] = true
-		}
-	}
-	done(nil)
-	return have.ID, e.name(ctx, have, names)
+	return e.put(ctx, man.Config.Digest.String(), names, fetch, func(ctx context.Context) error {
+		return e.load(ctx, man, names)
+	})
 }
 
 // storeIndex puts the index top, with every platform's image and the
@@ -247,19 +230,28 @@ func (e *exporter) store(ctx context.Context, man *ocispec.Manifest, names []str
 // load), unless the engine has it; it returns the engine's ID of it, the
 // index's digest.
 func (e *exporter) storeIndex(ctx context.Context, top ocispec.Descriptor, names []string, fetch func(context.Context) error) (string, error) {
-	id := top.Digest.String()
-	done := progress.OneOff(ctx, "writing image "+id)
-	have, err := e.eng.inspectImage(ctx, id)
+	return e.put(ctx, top.Digest.String(), names, fetch, func(ctx context.Context) error {
+		return e.loadLayout(ctx, top, names)
+	})
+}
+
+// put finds the engine's image ref, or has load put it there (which
+// names it) after fetch; then it gives the image the names it lacks and
+// returns its ID.
+func (e *exporter) put(ctx context.Context, ref string, names []string, fetch, load func(context.Context) error) (string, error) {
+	done := progress.OneOff(ctx, "writing image "+ref)
+	have, err := e.eng.inspectImage(ctx, ref)
 	if err != nil {
 		if err := fetch(ctx); err != nil {
 			return "", done(err)
 		}
-		if err := e.loadLayout(ctx, top, names); err != nil {
+		if err := load(ctx); err != nil {
 			return "", done(err)
 		}
-		if have, err = e.eng.inspectImage(ctx, id); err != nil {
+		if have, err = e.eng.inspectImage(ctx, ref); err != nil {
 			return "", done(err)
 		}
+		// The load named it.
 		for _, n := range names {
 			have.tags[n] = true
 		}

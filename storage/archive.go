@@ -134,13 +134,13 @@ func (s *Store) loadOne(ctx context.Context, sys *types.SystemContext, refs []ty
 		return imagestore.LoadedImage{}, nil
 	}
 	id := cfg.Encoded()
-	li := imagestore.LoadedImage{Replaced: map[string]string{}}
+	var names []string
 	for _, ref := range refs {
 		if named := ref.DockerReference(); named != nil {
 			if _, err := imageName("load", named.String()); err != nil {
 				return imagestore.LoadedImage{}, invalidArchive(err)
 			}
-			li.Names = append(li.Names, named.String())
+			names = append(names, named.String())
 		}
 	}
 	var report func(types.ProgressProperties)
@@ -150,20 +150,11 @@ func (s *Store) loadOne(ctx context.Context, sys *types.SystemContext, refs []ty
 	if err := s.copyIntoReporting(ctx, sys, refs[0], nil, id, nil, report); err != nil {
 		return imagestore.LoadedImage{}, fmt.Errorf("loading image %s: %w", cfg, archiveContentError(err))
 	}
-	if li.ID, err = s.storedID(id); err != nil {
-		return imagestore.LoadedImage{}, err
+	img, err := s.cs.Image(id)
+	if err != nil {
+		return imagestore.LoadedImage{}, fmt.Errorf("storage: loaded image %s: %w", id, classify(err))
 	}
-	for _, n := range li.Names {
-		if other, err := s.cs.Image(n); err == nil && other.ID != id {
-			li.Replaced[n] = s.idOf(other)
-		}
-	}
-	if len(li.Names) > 0 {
-		if err := s.cs.AddNames(id, li.Names); err != nil {
-			return li, fmt.Errorf("storage: naming loaded image %s: %w", id, err)
-		}
-	}
-	return li, nil
+	return s.nameLoaded(img, names)
 }
 
 // loadingLayer turns the progress of a load's copy into Docker's

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"slices"
 
 	"github.com/opencontainers/go-digest"
 	specs "github.com/opencontainers/image-spec/specs-go"
@@ -82,18 +81,9 @@ func (s *Store) makeManifest(img *cstorage.Image) ([]byte, error) {
 	if err := json.Unmarshal(config, &cfg); err != nil {
 		return nil, fmt.Errorf("parsing its config: %w", err)
 	}
-	var chain []*cstorage.Layer
-	for id := img.TopLayer; id != ""; {
-		l, err := s.cs.Layer(id)
-		if err != nil {
-			return nil, fmt.Errorf("reading layer %s: %w", id, err)
-		}
-		chain = append(chain, l)
-		id = l.Parent
-	}
-	slices.Reverse(chain)
-	if len(chain) != len(cfg.RootFS.DiffIDs) {
-		return nil, fmt.Errorf("its config lists %d layers, the store holds %d", len(cfg.RootFS.DiffIDs), len(chain))
+	chain, err := s.imageLayers(img, cfg.RootFS.DiffIDs)
+	if err != nil {
+		return nil, err
 	}
 	layers := make([]ocispec.Descriptor, len(chain))
 	for i, l := range chain {

@@ -34,7 +34,7 @@ func (s *Store) ListImages(ctx context.Context) ([]imagestore.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	held := s.indexHeld(imgs)
+	held := s.indexHeld(imgs, "")
 	out := make([]imagestore.Image, 0, len(imgs))
 	for i := range imgs {
 		if err := ctx.Err(); err != nil {
@@ -77,9 +77,8 @@ func (s *Store) LookupImagePlatform(ctx context.Context, ref string, want *ocisp
 	var rec *imagestore.Image
 	if isIndex(img) {
 		if rec, err = s.indexRecord(img, layers, want); err != nil {
-			var pe *imagestore.PlatformError
-			if errors.As(err, &pe) {
-				return nil, noPlatform(ref, pe.Platform)
+			if errors.Is(err, errNoPlatform) {
+				return nil, noPlatform(ref, *want)
 			}
 			return nil, err
 		}

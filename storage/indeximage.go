@@ -63,6 +63,12 @@ func (s *Store) instances(img *cstorage.Image) ([]instance, error) {
 	if err != nil {
 		return nil, err
 	}
+	return s.instancesOf(idx), nil
+}
+
+// instancesOf lists idx's platforms (attestations left out), each with
+// its stored image when available.
+func (s *Store) instancesOf(idx ocispec.Index) []instance {
 	var out []instance
 	for _, m := range idx.Manifests {
 		if m.Annotations[attestationType] != "" {
@@ -75,7 +81,7 @@ func (s *Store) instances(img *cstorage.Image) ([]instance, error) {
 		inst.img = s.instanceImage(m.Digest)
 		out = append(out, inst)
 	}
-	return out, nil
+	return out
 }
 
 // instanceImage is the stored image whose manifest has digest d.
@@ -95,33 +101,32 @@ func (s *Store) instanceImage(d digest.Digest) *cstorage.Image {
 // pick chooses the available instance for want: the platform want
 // matches (containerd's strict matching), or with want nil the host's,
 // else the first available one, as Docker falls back to what is there.
-// It returns nil when none fits.
-func pick(insts []instance, want *ocispec.Platform) *instance {
+// It returns insts's index of it, -1 when none fits.
+func pick(insts []instance, want *ocispec.Platform) int {
 	var match platforms.MatchComparer
 	if want != nil {
 		match = platforms.OnlyStrict(*want)
 	} else {
 		match = platforms.Default()
 	}
-	var best *instance
-	for i := range insts {
-		in := &insts[i]
+	best := -1
+	for i, in := range insts {
 		if in.img == nil || !match.Match(*in.desc.Platform) {
 			continue
 		}
-		if best == nil || match.Less(*in.desc.Platform, *best.desc.Platform) {
-			best = in
+		if best < 0 || match.Less(*in.desc.Platform, *insts[best].desc.Platform) {
+			best = i
 		}
 	}
-	if best != nil || want != nil {
+	if best >= 0 || want != nil {
 		return best
 	}
-	for i := range insts {
-		if insts[i].img != nil {
-			return &insts[i]
+	for i, in := range insts {
+		if in.img != nil {
+			return i
 		}
 	}
-	return nil
+	return -1
 }
 
 // platformImage resolves img to the image that has content: itself, or
@@ -135,8 +140,8 @@ func (s *Store) platformImage(img *cstorage.Image, want *ocispec.Platform) (*cst
 	if err != nil {
 		return nil, err
 	}
-	if in := pick(insts, want); in != nil {
-		return in.img, nil
+	if i := pick(insts, want); i >= 0 {
+		return insts[i].img, nil
 	}
 	what := "the host's platform"
 	if want != nil {
@@ -145,26 +150,46 @@ func (s *Store) platformImage(img *cstorage.Image, want *ocispec.Platform) (*cst
 	return nil, fmt.Errorf("image %s has no content for %s%.0w", "sha256:"+img.ID, what, errdefs.ErrNotFound)
 }
 
+// errNoPlatform is an index image's answer for a platform it has no
+// content for (LookupImagePlatform words it as Docker does).
+var errNoPlatform = errors.New("no content for the platform")
+
 // indexRecord describes index image img as the image service sees it:
 // its ID, names and descriptor, with the config and layers of the
 // instance for want (nil: the host's; see pick), and every platform.
 func (s *Store) indexRecord(img *cstorage.Image, layers map[string]*cstorage.Layer, want *ocispec.Platform) (*imagestore.Image, error) {
-	insts, err := s.instances(img)
+	idx, _, err := s.index(img)
 	if err != nil {
 		return nil, err
 	}
-	out := &imagestore.Image{Created: img.Created}
+	insts := s.instancesOf(idx)
 	chosen := pick(insts, want)
-	if chosen != nil {
-		out = s.record(chosen.img, layers)
-	} else if want != nil {
-		return nil, &imagestore.PlatformError{Platform: *want}
+	if chosen < 0 && want != nil {
+		return nil, errNoPlatform
+	}
+	out := &imagestore.Image{Created: img.Created}
+	var plats []imagestore.PlatformImage
+	for i, in := range insts {
+		p := imagestore.PlatformImage{Descriptor: in.desc, Available: in.img != nil}
+		if in.img != nil {
+			r := s.record(in.img, layers)
+			p.ID, p.Size, p.Config = r.ID, r.Size(), r.Config
+			if i == chosen {
+				out = r
+			}
+		}
+		plats = append(plats, p)
+	}
+	out.Platforms = plats
+	if chosen >= 0 {
+		out.Instance = &out.Platforms[chosen]
 	}
 	out.ID = "sha256:" + img.ID
-	out.Descriptor = &ocispec.Descriptor{MediaType: ocispec.MediaTypeImageIndex, Digest: digest.Digest(out.ID), Size: img.BigDataSizes[indexKey]}
-	if mt := s.indexMediaType(img); mt != "" {
-		out.Descriptor.MediaType = mt
+	mt := idx.MediaType
+	if mt == "" {
+		mt = ocispec.MediaTypeImageIndex
 	}
+	out.Descriptor = &ocispec.Descriptor{MediaType: mt, Digest: digest.Digest(out.ID), Size: img.BigDataSizes[indexKey]}
 	out.Refs = nil
 	tags, digests := s.refs(img)
 	for _, r := range append(tags, digests...) {
@@ -172,42 +197,15 @@ func (s *Store) indexRecord(img *cstorage.Image, layers map[string]*cstorage.Lay
 	}
 	m := s.meta(img)
 	out.Parent, out.LastTagTime = m.Parent, m.LastTagTime
-	for _, in := range insts {
-		p := imagestore.PlatformImage{Descriptor: in.desc, Available: in.img != nil}
-		if in.img != nil {
-			r := s.record(in.img, layers)
-			p.ID, p.Size, p.Config = r.ID, r.Size(), r.Config
-		}
-		out.Platforms = append(out.Platforms, p)
-		if chosen != nil && in.img == chosen.img {
-			out.Instance = &out.Platforms[len(out.Platforms)-1]
-		}
-	}
-	if out.Instance != nil {
-		// Platforms may have grown since: point into its final array.
-		for i := range out.Platforms {
-			if out.Platforms[i].Descriptor.Digest == chosen.desc.Digest {
-				out.Instance = &out.Platforms[i]
-			}
-		}
-	}
 	return out, nil
 }
 
-// indexMediaType is the media type index image img's index declares.
-func (s *Store) indexMediaType(img *cstorage.Image) string {
-	idx, _, err := s.index(img)
-	if err != nil {
-		return ""
-	}
-	return idx.MediaType
-}
-
-// indexHeld returns the IDs of the images index images hold as instances.
-func (s *Store) indexHeld(imgs []cstorage.Image) map[string]bool {
+// indexHeld returns the IDs of the images that index images of imgs,
+// but the one of ID except, hold as instances.
+func (s *Store) indexHeld(imgs []cstorage.Image, except string) map[string]bool {
 	held := map[string]bool{}
 	for i := range imgs {
-		if !isIndex(&imgs[i]) {
+		if !isIndex(&imgs[i]) || imgs[i].ID == except {
 			continue
 		}
 		insts, err := s.instances(&imgs[i])
@@ -230,14 +228,14 @@ func (s *Store) deleteIndex(img *cstorage.Image) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.cs.DeleteImage(img.ID, true); err != nil {
-		return nil, fmt.Errorf("storage: deleting image %s: %w", img.ID, classify(err))
-	}
 	all, err := s.cs.Images()
 	if err != nil {
 		return nil, err
 	}
-	held := s.indexHeld(all)
+	held := s.indexHeld(all, img.ID)
+	if _, err := s.cs.DeleteImage(img.ID, true); err != nil {
+		return nil, fmt.Errorf("storage: deleting image %s: %w", img.ID, classify(err))
+	}
 	var layers []string
 	for _, in := range insts {
 		if in.img == nil || held[in.img.ID] || len(in.img.Names) > 0 {
@@ -286,13 +284,14 @@ func (s *Store) DeletePlatforms(ctx context.Context, id string, want []ocispec.P
 	if err != nil {
 		return nil, err
 	}
+	held := s.indexHeld(all, img.ID)
 	var deleted []ocispec.Descriptor
 	var layers []string
 	for _, in := range insts {
 		if in.img == nil || !platformWanted(*in.desc.Platform, want) {
 			continue
 		}
-		if !s.heldElsewhere(all, img.ID, in.img) {
+		if len(in.img.Names) == 0 && !held[in.img.ID] {
 			ls, err := s.cs.DeleteImage(in.img.ID, true)
 			if errors.Is(err, cstorage.ErrImageUsedByContainer) {
 				return deleted, fmt.Errorf("platform %s of image %s is used by a container: %w", platforms.FormatAll(*in.desc.Platform), id, errdefs.ErrConflict)
@@ -306,27 +305,4 @@ func (s *Store) DeletePlatforms(ctx context.Context, id string, want []ocispec.P
 	}
 	s.removeInitLayers(layers)
 	return deleted, nil
-}
-
-// heldElsewhere reports whether inst, an instance of index image
-// indexID, is named or held by another index image.
-func (s *Store) heldElsewhere(all []cstorage.Image, indexID string, inst *cstorage.Image) bool {
-	if len(inst.Names) > 0 {
-		return true
-	}
-	for i := range all {
-		if all[i].ID == indexID || !isIndex(&all[i]) {
-			continue
-		}
-		insts, err := s.instances(&all[i])
-		if err != nil {
-			continue
-		}
-		for _, in := range insts {
-			if in.img != nil && in.img.ID == inst.ID {
-				return true
-			}
-		}
-	}
-	return false
 }

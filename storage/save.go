@@ -185,7 +185,7 @@ func (s *Store) planIndex(p *savePlan, img imagestore.SaveImage, simg *cstorage.
 	if len(chosen) == 0 {
 		return fmt.Errorf("no suitable export target found%.0w", errdefs.ErrNotFound)
 	}
-	host := pick(chosen, nil)
+	host := chosen[pick(chosen, nil)]
 	var hostItem saveManifestItem
 	var hostTop digest.Digest
 	for _, in := range chosen {
@@ -256,10 +256,9 @@ func (p *savePlan) name(desc ocispec.Descriptor, item saveManifestItem, top dige
 	return nil
 }
 
-// saveLayers lists the image's layers, bottom first, as blobs named by
-// the config's diff IDs. A layer whose size or digest the store does not
-// know is spooled to a file to learn them.
-func (s *Store) saveLayers(p *savePlan, img *cstorage.Image, diffIDs []digest.Digest) ([]*saveBlob, error) {
+// imageLayers lists img's layers, bottom first, checked against the
+// config's diffIDs: as many.
+func (s *Store) imageLayers(img *cstorage.Image, diffIDs []digest.Digest) ([]*cstorage.Layer, error) {
 	var chain []*cstorage.Layer
 	for id := img.TopLayer; id != ""; {
 		l, err := s.cs.Layer(id)
@@ -272,6 +271,17 @@ func (s *Store) saveLayers(p *savePlan, img *cstorage.Image, diffIDs []digest.Di
 	slices.Reverse(chain)
 	if len(chain) != len(diffIDs) {
 		return nil, fmt.Errorf("its config lists %d layers, the store holds %d", len(diffIDs), len(chain))
+	}
+	return chain, nil
+}
+
+// saveLayers lists the image's layers, bottom first, as blobs named by
+// the config's diff IDs. A layer whose size or digest the store does not
+// know is spooled to a file to learn them.
+func (s *Store) saveLayers(p *savePlan, img *cstorage.Image, diffIDs []digest.Digest) ([]*saveBlob, error) {
+	chain, err := s.imageLayers(img, diffIDs)
+	if err != nil {
+		return nil, err
 	}
 	// Every diff is spooled before the first byte goes out, as Docker's
 	// export fills a temporary directory first: a client may remove the

@@ -66,16 +66,6 @@ type PlatformImage struct {
 	Config    *dockerspec.DockerOCIImage
 }
 
-// PlatformError is a multi-platform image's answer for a platform it has
-// no content for.
-type PlatformError struct {
-	Platform ocispec.Platform
-}
-
-func (e *PlatformError) Error() string {
-	return "no content for platform " + e.Platform.OS + "/" + e.Platform.Architecture
-}
-
 // Layer is one layer of an image.
 type Layer struct {
 	ID     string        // the store's layer ID
