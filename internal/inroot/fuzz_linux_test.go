@@ -22,6 +22,8 @@ func FuzzOpen(f *testing.F) {
 	f.Add("l/new", "../../../outside", uint8(5))
 	f.Add("l/", "l", uint8(6))
 	f.Add("d/./l/../d/f", "d/f/../..", uint8(7))
+	f.Add("l", "000/", uint8(4))
+	f.Add("l", "d/.", uint8(0))
 	f.Fuzz(func(t *testing.T, name, target string, sel uint8) {
 		if strings.IndexByte(name, 0) >= 0 || strings.IndexByte(target, 0) >= 0 || target == "" || len(name) > 512 || len(target) > 512 {
 			return

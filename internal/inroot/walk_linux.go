@@ -50,23 +50,33 @@ func components(name string) (elems []string, dir bool) {
 }
 
 // link takes the symlink read at a step of the walk: its elements go
-// before those left.
-func (w *walker) link(target string, todo []string) ([]string, error) {
+// before those left. dir reports a target that names a directory ("a/"):
+// when the link is the name's last element, that holds for the name.
+func (w *walker) link(target string, todo []string) (elems []string, dir bool, err error) {
 	if w.links++; w.links > MaxLinks || w.scope == NoSymlinks {
-		return nil, unix.ELOOP
+		return nil, false, unix.ELOOP
 	}
 	if target == "" {
-		return nil, unix.ENOENT
+		return nil, false, unix.ENOENT
 	}
 	w.crossed = true
 	if target[0] == '/' {
 		if w.scope != InRoot {
-			return nil, ErrEscape
+			return nil, false, ErrEscape
 		}
 		w.closeAll()
 	}
-	elems, _ := components(target)
-	return append(elems, todo...), nil
+	elems, dir = components(target)
+	return append(elems, todo...), dir, nil
+}
+
+// dirFlags gives the flags for a name that must end at a directory: as
+// open(2), O_CREAT there is EISDIR, and the last element is followed.
+func dirFlags(flags int) (int, error) {
+	if flags&unix.O_CREAT != 0 {
+		return 0, unix.EISDIR
+	}
+	return flags&^unix.O_NOFOLLOW | unix.O_DIRECTORY, nil
 }
 
 // up takes a "..".
@@ -91,10 +101,10 @@ func walkOpen(root int, name string, flags int, mode uint32, s Scope) (int, erro
 	defer w.closeAll()
 	todo, dirOnly := components(name)
 	if dirOnly {
-		if flags&unix.O_CREAT != 0 {
-			return -1, unix.EISDIR // as open(2): "a/" names a directory
+		var err error
+		if flags, err = dirFlags(flags); err != nil {
+			return -1, err
 		}
-		flags = flags&^unix.O_NOFOLLOW | unix.O_DIRECTORY
 	}
 	for len(todo) > 0 {
 		c := todo[0]
@@ -123,8 +133,15 @@ func walkOpen(root int, name string, flags int, mode uint32, s Scope) (int, erro
 			}
 			return fd, err
 		}
-		if todo, err = w.link(*target, todo); err != nil {
+		// todo is empty: the link's target ends the name.
+		var dir bool
+		if todo, dir, err = w.link(*target, todo); err != nil {
 			return -1, err
+		}
+		if dir {
+			if flags, err = dirFlags(flags); err != nil {
+				return -1, err
+			}
 		}
 	}
 	// The name ends at a directory of the stack (or the root).
@@ -155,7 +172,8 @@ func (w *walker) step(c string, todo []string) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		return w.link(target, todo)
+		todo, _, err = w.link(target, todo)
+		return todo, err
 	}
 	unix.Close(fd)
 	return nil, unix.ENOTDIR
