@@ -118,6 +118,8 @@ func (r *Results) derive() {
 	}
 	add(r.Idle.Fresh.TreeRSS > 0, fmt.Sprintf("idle tree RSS %s after %d containers vs before", idleAfter, idleBurst),
 		fmt.Sprintf("%+.1f MiB", mib(r.Idle.Growth)), "≤ +2 MiB", mib(r.Idle.Growth) <= 2)
+	add(r.Idle.AfterSecond.TreeRSS > 0, fmt.Sprintf("idle tree RSS %s after a second burst vs after the first", idleAfter),
+		fmt.Sprintf("%+.1f MiB", mib(r.Idle.Repeat)), "≤ +0.5 MiB", mib(r.Idle.Repeat) <= 0.5)
 	b := r.Build
 	// The same client on both sides (bkctl makes buildctl's calls), so
 	// that the ratio is the engines'.
