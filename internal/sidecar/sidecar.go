@@ -183,10 +183,19 @@ func (s *Slot) Keep(p *Process, onExit func(error)) {
 	}()
 }
 
-// Current is the running process, or nil.
+// Current is the running process, or nil. A process that has exited is
+// no longer current even before Keep's watcher has cleared it: who saw
+// the exit (WaitExit) must not find it running.
 func (s *Slot) Current() *Process {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.proc != nil {
+		select {
+		case <-s.proc.Exited:
+			s.proc = nil
+		default:
+		}
+	}
 	return s.proc
 }
 

@@ -99,3 +99,14 @@ func TestSlot(t *testing.T) {
 		t.Fatal("the slot still holds a process that exited")
 	}
 }
+
+// A process whose exit was seen is not running, whether or not the
+// watcher Keep starts has cleared the slot yet.
+func TestSlotExitedBeforeWatcher(t *testing.T) {
+	exited := make(chan struct{})
+	close(exited)
+	s := Slot{proc: &Process{Exited: exited}}
+	if !s.WaitExit(context.Background(), time.Second) || s.Running() || s.Current() != nil {
+		t.Fatal("the slot holds a process that exited")
+	}
+}
