@@ -6,6 +6,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -126,38 +127,50 @@ func (p *Proxy) Forward(w http.ResponseWriter, r *http.Request) error {
 	} else if !p.Running() {
 		return ErrNotRunning
 	}
-	leave := r.Method == http.MethodPost && r.URL.Path == "/swarm/leave"
-	rec := &statusRecorder{ResponseWriter: w}
-	p.reverse.ServeHTTP(rec, r)
-	if leave && rec.status == http.StatusOK {
+	if r.Method != http.MethodPost || r.URL.Path != "/swarm/leave" {
+		p.reverse.ServeHTTP(w, r)
+		return nil
+	}
+	// The reverse proxy flushes as it copies, so the client would have
+	// the answer while hutch-swarm still runs (and a /_ping then asks a
+	// process on its way out): a leave's answer is held until it exited.
+	held := &heldResponse{header: http.Header{}}
+	p.reverse.ServeHTTP(held, r)
+	if held.status == http.StatusOK {
 		p.proc.WaitExit(r.Context(), 20*time.Second)
 	}
+	held.writeTo(w)
 	return nil
 }
 
-type statusRecorder struct {
-	http.ResponseWriter
+// heldResponse keeps a response to write it later.
+type heldResponse struct {
+	header http.Header
 	status int
+	body   bytes.Buffer
 }
 
-func (s *statusRecorder) WriteHeader(code int) {
-	if s.status == 0 {
-		s.status = code
+func (h *heldResponse) Header() http.Header { return h.header }
+
+func (h *heldResponse) WriteHeader(code int) {
+	if h.status == 0 {
+		h.status = code
 	}
-	s.ResponseWriter.WriteHeader(code)
 }
 
-func (s *statusRecorder) Write(b []byte) (int, error) {
-	if s.status == 0 {
-		s.status = http.StatusOK
-	}
-	return s.ResponseWriter.Write(b)
+func (h *heldResponse) Write(b []byte) (int, error) {
+	h.WriteHeader(http.StatusOK)
+	return h.body.Write(b)
 }
 
-func (s *statusRecorder) Flush() {
-	if f, ok := s.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
+func (h *heldResponse) writeTo(w http.ResponseWriter) {
+	for k, v := range h.header {
+		w.Header()[k] = v
 	}
+	if h.status != 0 {
+		w.WriteHeader(h.status)
+	}
+	_, _ = w.Write(h.body.Bytes())
 }
 
 // Info is /info's Swarm section: hutch-swarm's when it runs, else that of

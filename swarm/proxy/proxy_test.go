@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
@@ -47,5 +49,32 @@ func TestNotRunning(t *testing.T) {
 	// No binary: still nothing to start.
 	if err := p.Resume(context.Background()); err != nil || p.Running() {
 		t.Errorf("Resume without a binary: %v, running %v", err, p.Running())
+	}
+}
+
+// A held response keeps what a flushing reverse proxy writes (status,
+// headers, body) and hands all of it on only when told.
+func TestHeldResponse(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Left", "yes")
+		w.WriteHeader(http.StatusOK)
+		w.Write([]byte("bye"))
+	}))
+	defer up.Close()
+	u, err := url.Parse(up.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.FlushInterval = -1
+	held := &heldResponse{header: http.Header{}}
+	rp.ServeHTTP(held, httptest.NewRequest(http.MethodPost, "/swarm/leave", nil))
+	if held.status != http.StatusOK || held.body.String() != "bye" {
+		t.Fatalf("held %d %q", held.status, held.body.String())
+	}
+	rec := httptest.NewRecorder()
+	held.writeTo(rec)
+	if rec.Code != http.StatusOK || rec.Header().Get("X-Left") != "yes" || rec.Body.String() != "bye" {
+		t.Errorf("written %d %v %q", rec.Code, rec.Header(), rec.Body.String())
 	}
 }
