@@ -71,6 +71,20 @@ func (s *Store) manifestOf(img *cstorage.Image) (imageManifest, error) {
 	return m, nil
 }
 
+// deleteImage deletes the store's image id (its layers too, where no
+// other image uses them) and forgets what was cached of it.
+func (s *Store) deleteImage(id string) ([]string, error) {
+	layers, err := s.cs.DeleteImage(id, true)
+	if err != nil {
+		return nil, err
+	}
+	if v, ok := s.manifests.LoadAndDelete(id); ok {
+		s.ids.Delete(v.(imageManifest).digest.Encoded())
+	}
+	s.ids.Delete(id)
+	return layers, nil
+}
+
 // makeManifest makes img's manifest from its config and layers.
 func (s *Store) makeManifest(img *cstorage.Image) ([]byte, error) {
 	config, err := s.configBlob(img)

@@ -231,7 +231,7 @@ func (s *Store) DeleteImage(ctx context.Context, id string) ([]string, error) {
 	if isIndex(img) {
 		return s.deleteIndex(img)
 	}
-	layers, err := s.cs.DeleteImage(img.ID, true)
+	layers, err := s.deleteImage(img.ID)
 	switch {
 	case errors.Is(err, cstorage.ErrImageUsedByContainer):
 		return nil, fmt.Errorf("image %s is used by a container: %w", id, errdefs.ErrConflict)

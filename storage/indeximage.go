@@ -233,7 +233,7 @@ func (s *Store) deleteIndex(img *cstorage.Image) ([]string, error) {
 		return nil, err
 	}
 	held := s.indexHeld(all, img.ID)
-	if _, err := s.cs.DeleteImage(img.ID, true); err != nil {
+	if _, err := s.deleteImage(img.ID); err != nil {
 		return nil, fmt.Errorf("storage: deleting image %s: %w", img.ID, classify(err))
 	}
 	var layers []string
@@ -241,7 +241,7 @@ func (s *Store) deleteIndex(img *cstorage.Image) ([]string, error) {
 		if in.img == nil || held[in.img.ID] || len(in.img.Names) > 0 {
 			continue
 		}
-		ls, err := s.cs.DeleteImage(in.img.ID, true)
+		ls, err := s.deleteImage(in.img.ID)
 		if errors.Is(err, cstorage.ErrImageUsedByContainer) {
 			continue // a container's rootfs keeps it
 		}
@@ -292,7 +292,7 @@ func (s *Store) DeletePlatforms(ctx context.Context, id string, want []ocispec.P
 			continue
 		}
 		if len(in.img.Names) == 0 && !held[in.img.ID] {
-			ls, err := s.cs.DeleteImage(in.img.ID, true)
+			ls, err := s.deleteImage(in.img.ID)
 			if errors.Is(err, cstorage.ErrImageUsedByContainer) {
 				return deleted, fmt.Errorf("platform %s of image %s is used by a container: %w", platforms.FormatAll(*in.desc.Platform), id, errdefs.ErrConflict)
 			}

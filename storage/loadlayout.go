@@ -207,7 +207,7 @@ func (l *layoutLoad) entry(ctx context.Context, i int, d ocispec.Descriptor) (im
 	var made []string
 	undo := func() {
 		for _, id := range made {
-			if _, err := l.s.cs.DeleteImage(id, true); err != nil {
+			if _, err := l.s.deleteImage(id); err != nil {
 				l.s.log.Warn("storage: removing a failed load's image", "image", id, "err", err)
 			}
 		}
